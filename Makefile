@@ -1,0 +1,56 @@
+# Needs only python3 (>= 3.11), node (>= 20) and npm on PATH; everything else is installed here.
+# CI runs `make test` from .ci/run in a fresh clone, with CI=true and no stdin.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# 100% branch coverage of mcp_core from tests/core alone (STYLE.md §14).
+CORE_COVERAGE ?= 100
+
+.DEFAULT_GOAL := test
+.PHONY: venv node_modules lint typecheck test demo clean
+
+# --- installs (stamp files make them idempotent: redone only when their inputs change) ---
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "need Python >= 3.11")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+node_modules: node_modules/.installed
+
+# npm ci installs exactly the committed lock; without a lock (first run) npm install writes one.
+node_modules/.installed: package.json $(wildcard package-lock.json)
+	@command -v npm >/dev/null || { echo "npm (node >= 20) is required" >&2; exit 1; }
+	if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; \
+	else npm install --no-audit --no-fund; fi
+	touch $@
+
+# --- checks ---
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+typecheck: venv
+	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync
+
+# Two pytest runs on purpose: the core's coverage must be earned by tests/core alone, which
+# drive mcp_core through its public API with no I/O. Counting lines that driver or server tests
+# happen to execute would hide core branches that no core test pins down. The second run is
+# everything else (drivers against real servers, the test servers' own smoke tests).
+test: venv node_modules lint typecheck
+	$(PY) -m pytest tests/core --cov=mcp_core --cov-branch --cov-report=term-missing \
+		--cov-fail-under=$(CORE_COVERAGE)
+	$(PY) -m pytest tests --ignore=tests/core
+
+demo: venv node_modules
+	$(PY) examples/demo.py
+
+clean:
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+		.coverage .coverage.* htmlcov build dist *.egg-info
+	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +

@@ -1,0 +1,102 @@
+"""Outputs of the ``SessionMachine``: what a driver must do, in order.
+
+Actions are frozen, slotted, keyword-only dataclasses. A driver performs each one and nothing
+else: it makes no protocol decision of its own (SPEC §2). There is no "set timer" action: after
+handling any event the driver re-arms its single timer to ``machine.next_deadline()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ._errors import McpError
+
+__all__ = [
+    "Action",
+    "CloseStdin",
+    "Log",
+    "ProgressUpdate",
+    "Reply",
+    "SignalProcess",
+    "Spawn",
+    "WriteStdin",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Action:
+    """Base class of every action."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spawn(Action):
+    """Start the server process for ``slot`` in a new process group, with pipes on stdin,
+    stdout and stderr.
+
+    The child's environment is exactly: the variables named in ``inherit`` that are set in the
+    driver's own environment, then ``env`` on top. The core decides which names to inherit
+    and never sees their values (SPEC §2, §8). Answer with ``ProcessSpawned`` or
+    ``SpawnFailed``; then feed ``StdoutReceived``/``StderrReceived``/``StdoutClosed`` and,
+    once the process ended, ``ProcessExited``.
+    """
+
+    slot: int
+    argv: tuple[str, ...]
+    inherit: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteStdin(Action):
+    """Write ``data`` to the stdin of ``slot``'s process, in order. On error feed
+    ``WriteFailed``."""
+
+    slot: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CloseStdin(Action):
+    """Close the stdin of ``slot``'s process (the first step of shutdown)."""
+
+    slot: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignalProcess(Action):
+    """Send ``signal`` to the process group of ``slot``'s process."""
+
+    slot: int
+    signal: Literal["SIGTERM", "SIGKILL"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply(Action):
+    """Answer the caller holding ``ticket``: with ``value``, or by raising ``error``."""
+
+    ticket: int
+    value: object = None
+    error: McpError | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgressUpdate(Action):
+    """A progress notification for the call holding ``ticket`` (SPEC §6)."""
+
+    ticket: int
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Log(Action):
+    """A line for the ``logging`` logger named ``logger`` at ``level`` (a logging level name,
+    e.g. ``"WARNING"``). Never contains a secret."""
+
+    level: str
+    logger: str
+    message: str

@@ -1,0 +1,101 @@
+"""Protocol versions, the legacy handshake and the modern per-request metadata (SPEC §5).
+
+Legacy versions (2024-11-05 .. 2025-11-25) open with ``initialize`` then
+``notifications/initialized``. The modern version 2026-07-28 has no handshake: "every client
+request" carries ``_meta`` with ``io.modelcontextprotocol/protocolVersion`` and
+``io.modelcontextprotocol/clientCapabilities`` (2026-07-28 basic/index §_meta).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import InvalidResponse, UnsupportedVersion
+
+__all__ = [
+    "CLIENT_INFO",
+    "LATEST_LEGACY",
+    "LEGACY_VERSIONS",
+    "MODERN_VERSION",
+    "Handshake",
+    "discover_params",
+    "initialize_params",
+    "modern_meta",
+    "parse_discover_result",
+    "parse_initialize_result",
+]
+
+LEGACY_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+# "the client SHOULD send the latest version it supports" (2025-11-25 basic/lifecycle).
+LATEST_LEGACY = LEGACY_VERSIONS[-1]
+MODERN_VERSION = "2026-07-28"
+CLIENT_INFO: Mapping[str, str] = {"name": "mcp-sansio-client", "version": "0.1.0"}
+
+_META = "io.modelcontextprotocol/"
+
+
+@dataclass(frozen=True, slots=True)
+class Handshake:
+    """What the server told us about itself when the session became ready."""
+
+    era: str
+    protocol_version: str
+    server_info: Mapping[str, Any] | None
+    capabilities: Mapping[str, Any]
+
+
+def initialize_params() -> dict[str, Any]:
+    # No client capability is declared: this client has no roots/sampling/elicitation handler
+    # yet, and 2025-06-18 basic/lifecycle says to "only use negotiated capabilities".
+    return {"protocolVersion": LATEST_LEGACY, "capabilities": {}, "clientInfo": dict(CLIENT_INFO)}
+
+
+def modern_meta() -> dict[str, Any]:
+    """The ``_meta`` keys 2026-07-28 requires on every request (clientInfo is a SHOULD)."""
+    return {
+        _META + "protocolVersion": MODERN_VERSION,
+        _META + "clientCapabilities": {},
+        _META + "clientInfo": dict(CLIENT_INFO),
+    }
+
+
+def discover_params() -> dict[str, Any]:
+    return {"_meta": modern_meta()}
+
+
+def parse_initialize_result(result: Mapping[str, Any]) -> Handshake:
+    """Raises ``UnsupportedVersion`` for a version we do not speak: the 2025-11-25 schema says
+    the client "MUST disconnect" then, and never accepting silently is SPEC §5."""
+    version = result.get("protocolVersion")
+    if not isinstance(version, str):
+        raise InvalidResponse("initialize", "protocolVersion is missing or not a string")
+    if version not in LEGACY_VERSIONS:
+        raise UnsupportedVersion(version, LEGACY_VERSIONS)
+    capabilities = result.get("capabilities")
+    info = result.get("serverInfo")
+    return Handshake(
+        era="legacy",
+        protocol_version=version,
+        server_info=info if isinstance(info, dict) else None,
+        capabilities=capabilities if isinstance(capabilities, dict) else {},
+    )
+
+
+def parse_discover_result(result: Mapping[str, Any]) -> Handshake | None:
+    """A ``DiscoverResult`` naming our modern version makes the server modern; anything else
+    (not a DiscoverResult, or no common version) is ``None``: fall back to ``initialize``
+    (2026-07-28 transports/stdio §Backward Compatibility)."""
+    versions = result.get("supportedVersions")
+    if not isinstance(versions, list) or MODERN_VERSION not in versions:
+        return None
+    meta = result.get("_meta")
+    info = meta.get(_META + "serverInfo") if isinstance(meta, dict) else None
+    capabilities = result.get("capabilities")
+    return Handshake(
+        era="modern",
+        protocol_version=MODERN_VERSION,
+        server_info=info if isinstance(info, dict) else None,
+        capabilities=capabilities if isinstance(capabilities, dict) else {},
+    )

@@ -1,0 +1,175 @@
+"""The error classes every caller can see (SPEC §14).
+
+Each error says what happened in plain words and what to do about it. None carries a secret:
+messages are built from redacted specs, exit codes, short excerpts and status numbers only.
+
+Errors are values inside the machine: it puts them in ``Reply`` actions and the drivers raise
+them in the caller's task or thread. Two errors compare equal when they are of the same class
+and carry the same message, so recorded sessions replay to identical actions.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Busy",
+    "ConnectFailed",
+    "HttpError",
+    "InitializationFailed",
+    "InvalidResponse",
+    "InvalidSpec",
+    "JsonRpcError",
+    "McpError",
+    "MessageTooLarge",
+    "NoHttpClient",
+    "NotReady",
+    "RequestTimeout",
+    "ServerExited",
+    "SessionRejected",
+    "UnmeteredCall",
+    "UnsupportedVersion",
+]
+
+
+class McpError(Exception):
+    """Base class of every error this client raises."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.args == self.args
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.args))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+
+class InvalidSpec(McpError):
+    """The spec was refused; nothing was started. The message shows the spec redacted."""
+
+
+class NoHttpClient(McpError):
+    """A ``url`` spec was given but no HTTP stack can be imported."""
+
+
+class Busy(McpError):
+    """The in-flight window and the queue are both full; nothing was sent. Retry later."""
+
+
+class RequestTimeout(McpError):
+    """The request passed its deadline; the server was told to cancel it."""
+
+
+class NotReady(McpError):
+    """The session is not ready (state given in ``state``); wait with ``await_ready``."""
+
+    def __init__(self, state: str, message: str | None = None) -> None:
+        super().__init__(
+            message or f"the session is {state}, not ready; call await_ready() before calling tools"
+        )
+        self.state = state
+
+
+class ConnectFailed(McpError):
+    """The last connect or handshake failed; ``reason`` says why."""
+
+    def __init__(self, reason: str, *, permanent: bool = False) -> None:
+        suffix = (
+            "; this will not be retried: fix the spec and create a new client"
+            if permanent
+            else "; the client retries with backoff (await_ready waits for it)"
+        )
+        super().__init__(f"could not connect: {reason}{suffix}")
+        self.reason = reason
+        self.permanent = permanent
+
+
+class InitializationFailed(McpError):
+    """The server answered the handshake with an error or an unusable result."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the initialize handshake failed: {reason}")
+        self.reason = reason
+
+
+class UnsupportedVersion(McpError):
+    """The server picked a protocol version this client does not speak."""
+
+    def __init__(self, version: str, supported: tuple[str, ...]) -> None:
+        super().__init__(
+            f"the server chose protocol version {version!r}, which this client does not "
+            f"support (supported: {', '.join(supported)}); upgrade the client or the server"
+        )
+        self.version = version
+        self.supported = supported
+
+
+class ServerExited(McpError):
+    """The server process exited while the request was pending or queued."""
+
+    def __init__(self, code: int | None, stderr_tail: str) -> None:
+        tail = f"; last stderr:\n{stderr_tail}" if stderr_tail else "; it wrote nothing to stderr"
+        super().__init__(
+            f"the server process exited with code {code} before answering; "
+            f"the client restarts it with backoff{tail}"
+        )
+        self.code = code
+        self.stderr_tail = stderr_tail
+
+
+class MessageTooLarge(McpError):
+    """A message from the server exceeded ``max_message_bytes`` and was discarded."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"the server sent a message of at least {size} bytes, over the limit of {limit}; "
+            f"it was discarded (raise max_message_bytes in the spec if this is expected)"
+        )
+        self.size = size
+        self.limit = limit
+
+
+class SessionRejected(McpError):
+    """The server rejected the session (HTTP 404); the client re-initializes by itself."""
+
+
+class HttpError(McpError):
+    """An HTTP answer with a non-success status."""
+
+    def __init__(self, status: int, www_authenticate: str | None = None) -> None:
+        super().__init__(f"the server answered HTTP {status}")
+        self.status = status
+        self.www_authenticate = www_authenticate
+
+
+class JsonRpcError(McpError):
+    """The server answered the request with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: object = None) -> None:
+        super().__init__(f"the server answered with JSON-RPC error {code}: {message}")
+        self.code = code
+        self.rpc_message = message
+        self.data = data
+
+
+class InvalidResponse(McpError):
+    """The server's answer to ``method`` does not have the shape the protocol requires."""
+
+    def __init__(self, method: str, detail: str) -> None:
+        super().__init__(f"the server's answer to {method} is invalid: {detail}")
+        self.method = method
+        self.detail = detail
+
+
+class UnmeteredCall(McpError):
+    """A priced tool was called without a valid reservation; nothing was sent."""
+
+    def __init__(self, tool: str, detail: str = "") -> None:
+        super().__init__(
+            f"tool {tool!r} is priced; call it with reservation= from your spend gate"
+            + (f" ({detail})" if detail else "")
+        )
+        self.tool = tool

@@ -1,0 +1,175 @@
+"""Inputs to the ``SessionMachine``.
+
+Every event is a frozen, slotted, keyword-only dataclass and carries ``now``: the driver's
+monotonic clock in seconds. The machine never reads a clock of its own (SPEC §2).
+
+Caller events carry a ``ticket``: an integer the driver picks, unique per client, that the
+machine echoes in the ``Reply`` (and ``ProgressUpdate``) actions meant for that caller.
+Transport events carry a ``slot``: the index of the connection they concern (always 0 except
+with ``concurrency='pooled'``, which runs ``pool_size`` connections).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "AwaitReady",
+    "CallTool",
+    "CancelCall",
+    "Close",
+    "Connect",
+    "Event",
+    "ListTools",
+    "ProcessExited",
+    "ProcessSpawned",
+    "SpawnFailed",
+    "StderrReceived",
+    "StdoutClosed",
+    "StdoutReceived",
+    "TimerFired",
+    "WriteFailed",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """Base class: every event says when it happened."""
+
+    now: float
+
+
+# --- caller events -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Connect(Event):
+    """The client was started: open every connection the spec asks for."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AwaitReady(Event):
+    """A caller waits until the session is ready, for at most ``timeout`` seconds."""
+
+    ticket: int
+    timeout: float
+
+    def __post_init__(self) -> None:
+        if self.timeout < 0:
+            raise ValueError("AwaitReady.timeout must be >= 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListTools(Event):
+    """A caller asks for the tool list (from the cache unless ``refresh``)."""
+
+    ticket: int
+    refresh: bool = False
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("ListTools.timeout must be > 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallTool(Event):
+    """A caller calls tool ``name``. ``progress`` asks for ``ProgressUpdate`` actions."""
+
+    ticket: int
+    name: str
+    arguments: Mapping[str, Any] | None = None
+    timeout: float | None = None
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("CallTool.timeout must be > 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelCall(Event):
+    """The caller holding ``ticket`` gave up (task cancelled, KeyboardInterrupt).
+
+    The machine drops its work, tells the server if the request was sent, and sends no reply.
+    """
+
+    ticket: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Close(Event):
+    """Stop the client: fail all work, shut every connection down, then reply to ``ticket``."""
+
+    ticket: int
+
+
+# --- transport events (stdio) --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessSpawned(Event):
+    """The process asked for by ``Spawn(slot)`` is running."""
+
+    slot: int
+    pid: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpawnFailed(Event):
+    """``Spawn(slot)`` failed. ``missing`` is true when the executable does not exist or is
+    not executable: a permanent failure that is never retried (SPEC §7)."""
+
+    slot: int
+    reason: str
+    missing: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StdoutReceived(Event):
+    """Bytes read from the server's stdout, split anywhere."""
+
+    slot: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StdoutClosed(Event):
+    """The server's stdout reached end of file."""
+
+    slot: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StderrReceived(Event):
+    """Bytes read from the server's stderr."""
+
+    slot: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessExited(Event):
+    """The server process ended (``returncode`` is negative for a signal, as in Python)."""
+
+    slot: int
+    returncode: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteFailed(Event):
+    """A ``WriteStdin`` could not be completed (broken pipe)."""
+
+    slot: int
+    reason: str
+
+
+# --- time ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimerFired(Event):
+    """The driver's single timer went off. Feed it when ``now >= machine.next_deadline()``;
+    a timer that fires late or for nothing is a no-op (STYLE 5)."""

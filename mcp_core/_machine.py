@@ -1,0 +1,929 @@
+"""The session machine: everything the protocol decides, and nothing else.
+
+Theory of operation
+===================
+
+A ``SessionMachine`` is fed events (``_events.py``) and answers each with a list of actions
+(``_actions.py``). It owns no socket, thread, clock or random source: time arrives as ``now``
+on every event, and the one timer a driver keeps is re-armed to ``next_deadline()`` after every
+event. Feeding the same events with the same ``now`` values always yields the same actions,
+which is what makes recorded sessions replayable (SPEC §13).
+
+Connections ("slots"). A spec with ``concurrency='pooled'`` runs ``pool_size`` server
+processes, each with an in-flight cap of one; every other policy runs one process, with a cap
+of one (``serialized``) or ``pool_size`` (``stateless``) (SPEC §6). Each slot walks through
+these phases::
+
+    idle --Spawn--> spawning --ProcessSpawned--> probing --> initializing --> ready
+      ^                                              |            |             |
+      +---- retry timer <-- (process gone) <-- stopping <---------+-------------+  (on failure)
+
+``probing`` sends ``server/discover`` (era='auto' only, verdict not cached); ``initializing``
+sends the legacy ``initialize``; the modern era needs neither and goes straight to ``ready``.
+Any failure (exit, spawn error, handshake error or timeout, broken pipe) answers the work it
+affects, stops the process if it still runs (close stdin, grace, SIGTERM to the group, grace,
+SIGKILL, grace) and, once it is gone, arms the retry timer with doubling, jittered backoff that
+resets only when a slot reaches ``ready`` (SPEC §7). Permanent failures (missing executable,
+unsupported protocol version) arm nothing.
+
+Caller work. ``CallTool`` and ``ListTools`` are "work" identified by the caller's ticket. Work
+is admitted only while some slot is ready (otherwise the caller is answered at once:
+``ConnectFailed`` after a failed connect, else ``NotReady``), goes to a ready slot with room,
+else waits FIFO in a queue of ``queue_limit``, else is refused with ``Busy``. Every admitted
+piece of work carries a deadline from admission; on expiry the caller gets ``RequestTimeout``
+and a sent request is cancelled with ``notifications/cancelled``. Progress pushes a call's
+deadline out, never past ``max_call_timeout`` from admission. Hence, after any sequence of
+events, ``in_flight + queued <= cap * slots + queue_limit``, and every ticket is answered
+exactly once (or not at all after ``CancelCall``).
+
+Everything that changes state is in this file; the smaller pure pieces it composes (framing,
+JSON-RPC shapes, eras, models, jitter, the stderr ring) hold no session state of their own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _jsonrpc as rpc
+from ._actions import (
+    Action,
+    CloseStdin,
+    Log,
+    ProgressUpdate,
+    Reply,
+    SignalProcess,
+    Spawn,
+    WriteStdin,
+)
+from ._eras import (
+    MODERN_VERSION,
+    Handshake,
+    discover_params,
+    initialize_params,
+    modern_meta,
+    parse_discover_result,
+    parse_initialize_result,
+)
+from ._errors import (
+    Busy,
+    ConnectFailed,
+    InitializationFailed,
+    InvalidResponse,
+    JsonRpcError,
+    McpError,
+    MessageTooLarge,
+    NotReady,
+    RequestTimeout,
+    ServerExited,
+    UnsupportedVersion,
+)
+from ._events import (
+    AwaitReady,
+    CallTool,
+    CancelCall,
+    Close,
+    Connect,
+    Event,
+    ListTools,
+    ProcessExited,
+    ProcessSpawned,
+    SpawnFailed,
+    StderrReceived,
+    StdoutClosed,
+    StdoutReceived,
+    TimerFired,
+    WriteFailed,
+)
+from ._framing import LineDecoder, Message, NotJson, Oversized, encode_message
+from ._jitter import Jitter, backoff_delay
+from ._models import CallToolResult, Status, Tool
+from ._spec import Spec
+from ._stdio import INHERITED_ENV, StderrRing
+
+__all__ = ["SessionMachine"]
+
+# tools/list pagination guard: a server that pages forever must not hold a caller forever.
+MAX_TOOL_PAGES = 100
+
+# Internal requests a slot can have in flight next to caller work.
+_DISCOVER = "server/discover"
+_INITIALIZE = "initialize"
+
+# RFC 5424 levels of notifications/message mapped to Python logging levels.
+_LOG_LEVELS = {
+    "debug": "DEBUG",
+    "info": "INFO",
+    "notice": "INFO",
+    "warning": "WARNING",
+    "error": "ERROR",
+    "critical": "CRITICAL",
+    "alert": "CRITICAL",
+    "emergency": "CRITICAL",
+}
+
+# Stages of stopping one process (SPEC §8): close stdin, then SIGTERM, then SIGKILL, each
+# followed by ``shutdown_grace`` seconds of waiting for ``ProcessExited``.
+_STOP_NONE, _STOP_STDIN, _STOP_TERM, _STOP_KILL = 0, 1, 2, 3
+
+
+@dataclass(slots=True, eq=False)
+class _Work:
+    """One caller's tools/call or tools/list, from admission to its single reply."""
+
+    ticket: int
+    method: str
+    admitted_at: float
+    timeout: float
+    deadline: float
+    name: str = ""
+    arguments: Mapping[str, Any] | None = None
+    progress: bool = False
+    slot: int | None = None  # set while a request for it is in flight
+    request_id: int | None = None
+    # tools/list paging
+    tools: list[Tool] = field(default_factory=list)
+    cursors: set[str] = field(default_factory=set)
+    generation: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class _Slot:
+    """One connection: a server process and the requests in flight on it."""
+
+    index: int
+    decoder: LineDecoder
+    stderr: StderrRing = field(default_factory=StderrRing)
+    phase: str = "idle"  # idle | spawning | probing | initializing | ready
+    alive: bool = False  # a process was spawned and has not exited
+    requests: dict[int, _Work | str] = field(default_factory=dict)
+    handshake: Handshake | None = None
+    attempt: int = 0
+    retry_at: float | None = None
+    connect_deadline: float | None = None
+    probe_deadline: float | None = None
+    stop_stage: int = _STOP_NONE
+    stop_deadline: float | None = None
+    # Why the process is being stopped; the retry is armed when it is gone.
+    failure: McpError | None = None
+    failure_permanent: bool = False
+
+    def caller_work(self) -> int:
+        return sum(1 for w in self.requests.values() if isinstance(w, _Work))
+
+
+class SessionMachine:
+    """The pure MCP client session. See the module docstring for the theory of operation.
+
+    ``era_cache`` maps a server key (the command line) to the era verdict ('legacy' or
+    'modern') of an earlier probe; pass the same mapping to every machine of a process so a
+    server is probed once (SPEC §5). The machine only reads and writes keys in it.
+    """
+
+    def __init__(self, spec: Spec, *, era_cache: MutableMapping[str, str] | None = None) -> None:
+        self.spec = spec
+        self._era_cache: MutableMapping[str, str] = {} if era_cache is None else era_cache
+        self._era_key = json.dumps([spec.command, *spec.args])
+        self.concurrency = spec.default_concurrency(None)
+        pooled = self.concurrency == "pooled"
+        self.in_flight_cap = 1 if self.concurrency in ("serialized", "pooled") else spec.pool_size
+        self._slots = [
+            _Slot(index=i, decoder=LineDecoder(spec.max_message_bytes))
+            for i in range(spec.pool_size if pooled else 1)
+        ]
+        self._out: list[Action] = []
+        self._queue: deque[_Work] = deque()
+        self._works: dict[int, _Work] = {}  # ticket -> work, queued or in flight
+        self._waiters: dict[int, float] = {}  # await_ready ticket -> deadline
+        self._close_tickets: list[int] = []
+        self._started = False
+        self._closing = False
+        self._next_id = 0
+        self._jitter = Jitter(spec.jitter_seed)
+        self._tools: list[Tool] | None = None
+        self._tools_generation = 0
+        self._connect_error: ConnectFailed | None = None  # last connect failed; cleared on ready
+        self._permanent: ConnectFailed | None = None
+        self._last_error: McpError | None = None
+        self._logger = f"mcp_client.{spec.name}"
+        self._server_logger = f"mcp.server.{spec.name}"
+        self._handlers: dict[type[Event], Callable[[Any], None]] = {
+            Connect: self._on_connect,
+            AwaitReady: self._on_await_ready,
+            ListTools: self._on_list_tools,
+            CallTool: self._on_call_tool,
+            CancelCall: self._on_cancel,
+            Close: self._on_close,
+            ProcessSpawned: self._on_spawned,
+            SpawnFailed: self._on_spawn_failed,
+            StdoutReceived: self._on_stdout,
+            StdoutClosed: self._on_stdout_closed,
+            StderrReceived: self._on_stderr,
+            ProcessExited: self._on_exited,
+            WriteFailed: self._on_write_failed,
+            TimerFired: self._on_timer,
+        }
+
+    # --- public surface ----------------------------------------------------------------
+
+    def handle(self, event: Event) -> list[Action]:
+        """Consume one event; return the actions to perform, in order."""
+        self._now = event.now
+        self._handlers[type(event)](event)
+        out, self._out = self._out, []
+        return out
+
+    def next_deadline(self) -> float | None:
+        """The earliest time at which ``TimerFired`` has something to do, or ``None``."""
+        times: list[float] = [w.deadline for w in self._works.values()]
+        times.extend(self._waiters.values())
+        for slot in self._slots:
+            for t in (slot.retry_at, slot.probe_deadline, slot.stop_deadline):
+                if t is not None:
+                    times.append(t)
+            if slot.phase in ("probing", "initializing") and slot.connect_deadline is not None:
+                times.append(slot.connect_deadline)
+        return min(times) if times else None
+
+    @property
+    def state(self) -> str:
+        """'starting' | 'initializing' | 'ready' | 'closed' (SPEC §3)."""
+        if self._closing or not self._started:
+            return "closed"
+        phases = {slot.phase for slot in self._slots}
+        if "ready" in phases:
+            return "ready"
+        if phases & {"probing", "initializing"}:
+            return "initializing"
+        if "spawning" in phases:
+            return "starting"
+        return "closed"
+
+    @property
+    def in_flight(self) -> int:
+        return sum(slot.caller_work() for slot in self._slots)
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    def status(self, now: float) -> Status:
+        """A snapshot for callers; never changes state."""
+        ready = next((s.handshake for s in self._slots if s.phase == "ready"), None)
+        retries = [s.retry_at for s in self._slots if s.retry_at is not None]
+        return Status(
+            name=self.spec.name,
+            state=self.state,
+            era=ready.era if ready else None,
+            protocol_version=ready.protocol_version if ready else None,
+            transport="stdio",
+            concurrency=self.concurrency,
+            in_flight=self.in_flight,
+            queued=self.queued,
+            tools=len(self._tools) if self._tools is not None else None,
+            last_error=str(self._last_error) if self._last_error else None,
+            retry_in=max(0.0, min(retries) - now) if retries else None,
+            server_info=ready.server_info if ready else None,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"<SessionMachine {self.spec.name!r} state={self.state} "
+            f"in_flight={self.in_flight} queued={self.queued}>"
+        )
+
+    # --- caller events -------------------------------------------------------------------
+
+    def _on_connect(self, event: Connect) -> None:
+        if self._started and not (self._closing and self._all_gone()):
+            # Already running, or still stopping: a restart waits for the stop to finish.
+            self._log("DEBUG", "Connect while started or still stopping: ignored")
+            return
+        self._started, self._closing = True, False
+        self._permanent = self._connect_error = None
+        for slot in self._slots:
+            self._spawn(slot)
+
+    def _on_await_ready(self, event: AwaitReady) -> None:
+        if self.state == "ready":
+            self._reply(event.ticket, self.status(self._now))
+        elif self._permanent is not None:
+            self._reply(event.ticket, error=self._permanent)
+        elif self.spec.fail_fast and self._connect_error and self.state == "closed":
+            # SPEC §7 fail_fast: a caller arriving while closed after a failure is answered
+            # at once; without fail_fast, await_ready waits through the retries.
+            self._reply(event.ticket, error=self._connect_error)
+        elif self._closing or not self._started or event.timeout == 0:
+            self._reply(event.ticket, error=NotReady(self.state))
+        else:
+            self._waiters[event.ticket] = self._now + event.timeout
+
+    def _on_list_tools(self, event: ListTools) -> None:
+        if self._tools is not None and not event.refresh and self.state == "ready":
+            self._reply(event.ticket, list(self._tools))
+            return
+        self._admit(
+            _Work(
+                ticket=event.ticket,
+                method="tools/list",
+                admitted_at=self._now,
+                timeout=event.timeout or self.spec.call_timeout,
+                deadline=self._now + (event.timeout or self.spec.call_timeout),
+                generation=self._tools_generation,
+            )
+        )
+
+    def _on_call_tool(self, event: CallTool) -> None:
+        timeout = event.timeout or self.spec.call_timeout
+        self._admit(
+            _Work(
+                ticket=event.ticket,
+                method="tools/call",
+                admitted_at=self._now,
+                timeout=timeout,
+                deadline=self._now + timeout,
+                name=event.name,
+                arguments=event.arguments,
+                progress=event.progress,
+            )
+        )
+
+    def _on_cancel(self, event: CancelCall) -> None:
+        self._waiters.pop(event.ticket, None)
+        work = self._works.pop(event.ticket, None)
+        if work is not None:
+            self._withdraw(work, "the caller cancelled the request")
+            self._pump()
+
+    def _on_close(self, event: Close) -> None:
+        if not self._started or (self._closing and self._all_gone()):
+            self._reply(event.ticket, None)
+            return
+        self._close_tickets.append(event.ticket)
+        if self._closing:
+            return
+        self._closing = True
+        stopped = NotReady("closed", "the client was stopped before this request finished")
+        for work in self._drain_works():
+            self._reply(work.ticket, error=stopped)
+        self._answer_waiters(stopped)
+        for slot in self._slots:
+            slot.retry_at = None
+            if slot.alive:
+                self._begin_stop(slot)
+            elif slot.phase != "spawning":
+                slot.phase = "idle"
+        self._check_closed()
+
+    # --- process events ------------------------------------------------------------------
+
+    def _on_spawned(self, event: ProcessSpawned) -> None:
+        slot = self._slots[event.slot]
+        slot.alive = True
+        if self._closing:
+            slot.phase = "idle"
+            self._begin_stop(slot)
+            return
+        era = self.spec.era if self.spec.era != "auto" else self._era_cache.get(self._era_key)
+        if era == "modern":
+            self._ready(slot, Handshake("modern", MODERN_VERSION, None, {}))
+        elif era == "legacy":
+            self._send_initialize(slot)
+        else:
+            # 2026-07-28 transports/stdio §Backward Compatibility: a dual-era client "SHOULD
+            # probe with server/discover" before any other request; no answer within a short
+            # timeout means a legacy server.
+            slot.phase = "probing"
+            slot.probe_deadline = self._now + self.spec.probe_timeout
+            self._send_request(slot, _DISCOVER, discover_params(), _DISCOVER)
+
+    def _on_spawn_failed(self, event: SpawnFailed) -> None:
+        slot = self._slots[event.slot]
+        slot.phase = "idle"
+        if self._closing:
+            self._check_closed()
+            return
+        self._fail_slot(
+            slot, ConnectFailed(event.reason, permanent=event.missing), permanent=event.missing
+        )
+
+    def _on_stdout(self, event: StdoutReceived) -> None:
+        slot = self._slots[event.slot]
+        for frame in slot.decoder.feed(event.data):
+            if isinstance(frame, Message):
+                # 2025-03-26 basic/index: implementations "MUST support receiving" batches.
+                items = frame.payload if isinstance(frame.payload, list) else [frame.payload]
+                for item in items:
+                    self._on_message(slot, rpc.classify(item))
+            elif isinstance(frame, NotJson):
+                # Servers "MUST NOT write non-MCP output to stdout", yet many print banners.
+                self._log("WARNING", f"skipped a non-JSON line on stdout: {frame.excerpt}")
+            else:
+                self._on_oversized(slot, frame)
+
+    def _on_stdout_closed(self, event: StdoutClosed) -> None:
+        self._log("DEBUG", f"slot {event.slot}: stdout closed")
+
+    def _on_stderr(self, event: StderrReceived) -> None:
+        self._slots[event.slot].stderr.feed(event.data)
+
+    def _on_exited(self, event: ProcessExited) -> None:
+        slot = self._slots[event.slot]
+        slot.alive = False
+        slot.stop_stage, slot.stop_deadline = _STOP_NONE, None
+        if self._closing:
+            slot.phase = "idle"
+            self._check_closed()
+        elif slot.failure is not None:
+            self._process_gone(slot)
+        elif slot.phase == "ready":
+            self._fail_slot(slot, ServerExited(event.returncode, slot.stderr.tail()))
+        else:
+            detail = f"the server exited with code {event.returncode} during the handshake"
+            tail = slot.stderr.tail()
+            self._fail_slot(
+                slot, ConnectFailed(f"{detail}; last stderr:\n{tail}" if tail else detail)
+            )
+
+    def _on_write_failed(self, event: WriteFailed) -> None:
+        slot = self._slots[event.slot]
+        if slot.alive and slot.failure is None and not self._closing:
+            self._fail_slot(slot, ServerExited(None, slot.stderr.tail()))
+
+    # --- time ------------------------------------------------------------------------------
+
+    def _on_timer(self, event: TimerFired) -> None:
+        now = self._now
+        for work in sorted(
+            (w for w in self._works.values() if w.deadline <= now), key=lambda w: w.ticket
+        ):
+            del self._works[work.ticket]
+            self._withdraw(work, "timed out")
+            self._reply(
+                work.ticket,
+                error=RequestTimeout(
+                    f"{work.method} {work.name or ''} got no answer within {work.timeout:g} s; "
+                    "the server was told to cancel it (raise timeout= or call_timeout if the "
+                    "tool is slow)".replace("  ", " ")
+                ),
+            )
+        for ticket, deadline in sorted(self._waiters.items()):
+            if deadline <= now:
+                del self._waiters[ticket]
+                self._reply(ticket, error=NotReady(self.state))
+        for slot in self._slots:
+            self._slot_timers(slot, now)
+        self._pump()
+
+    def _slot_timers(self, slot: _Slot, now: float) -> None:
+        if slot.stop_deadline is not None and slot.stop_deadline <= now:
+            self._escalate_stop(slot)
+        if slot.probe_deadline is not None and slot.probe_deadline <= now:
+            slot.probe_deadline = None
+            self._forget_internal(slot, _DISCOVER)
+            self._log("DEBUG", "no answer to server/discover: treating the server as legacy")
+            self._send_initialize(slot)
+        if (
+            slot.phase in ("probing", "initializing")
+            and slot.connect_deadline is not None
+            and slot.connect_deadline <= now
+        ):
+            self._fail_slot(
+                slot,
+                ConnectFailed(
+                    f"the server did not complete the handshake within "
+                    f"init_timeout={self.spec.init_timeout:g} s"
+                ),
+            )
+        if slot.retry_at is not None and slot.retry_at <= now:
+            self._spawn(slot)
+
+    # --- messages from the server --------------------------------------------------------
+
+    def _on_message(self, slot: _Slot, message: rpc.Incoming) -> None:
+        if isinstance(message, rpc.Response):
+            self._on_response(slot, message)
+        elif isinstance(message, rpc.Request):
+            self._on_server_request(slot, message)
+        elif isinstance(message, rpc.Notification):
+            self._on_notification(slot, message)
+        else:
+            self._log("WARNING", f"skipped an invalid message from the server: {message.reason}")
+
+    def _on_server_request(self, slot: _Slot, request: rpc.Request) -> None:
+        if request.method == "ping":
+            # Legacy basic/utilities/ping: the receiver "MUST respond promptly with an empty
+            # result".
+            self._write(slot, rpc.result_response(request.id, {}))
+        else:
+            # No roots/sampling/elicitation handler is declared, so: method not found
+            # (the roots page of every legacy version names -32601 for this case).
+            self._write(
+                slot,
+                rpc.error_response(
+                    request.id,
+                    rpc.METHOD_NOT_FOUND,
+                    f"Method not found: this client has no handler for {request.method}",
+                ),
+            )
+
+    def _on_notification(self, slot: _Slot, note: rpc.Notification) -> None:
+        params = note.params
+        if note.method == "notifications/progress":
+            self._on_progress(slot, params)
+        elif note.method == "notifications/tools/list_changed":
+            self._tools = None
+            self._tools_generation += 1
+        elif note.method == "notifications/message":
+            level = _LOG_LEVELS.get(str(params.get("level")), "INFO")
+            data = params.get("data")
+            text = data if isinstance(data, str) else json.dumps(data)
+            self._out.append(Log(level=level, logger=self._server_logger, message=text[:4000]))
+
+    def _on_progress(self, slot: _Slot, params: Mapping[str, Any]) -> None:
+        token, progress = params.get("progressToken"), params.get("progress")
+        work = slot.requests.get(token) if isinstance(token, int) else None
+        if not isinstance(work, _Work) or not isinstance(progress, int | float):
+            return  # progress for a finished or unknown request: ignored, as the spec allows
+        # 2025-03-26 basic/lifecycle §Timeouts: progress MAY reset the timeout clock, but
+        # a maximum timeout SHOULD always be enforced.
+        work.deadline = min(self._now + work.timeout, work.admitted_at + self.spec.max_call_timeout)
+        if work.progress:
+            total = params.get("total")
+            message = params.get("message")
+            self._out.append(
+                ProgressUpdate(
+                    ticket=work.ticket,
+                    progress=float(progress),
+                    total=float(total) if isinstance(total, int | float) else None,
+                    message=message if isinstance(message, str) else None,
+                )
+            )
+
+    def _on_response(self, slot: _Slot, response: rpc.Response) -> None:
+        owner = slot.requests.pop(response.id, None) if isinstance(response.id, int) else None
+        if owner is None:
+            # A late answer to a request that timed out or was cancelled: the cancellation
+            # page says the sender "SHOULD ignore" it.
+            self._log("DEBUG", f"ignored an answer to unknown request id {response.id!r}")
+        elif owner == _DISCOVER:
+            self._on_discover_answer(slot, response)
+        elif owner == _INITIALIZE:
+            self._on_initialize_answer(slot, response)
+        else:
+            assert isinstance(owner, _Work)
+            self._on_work_answer(slot, owner, response)
+
+    def _on_discover_answer(self, slot: _Slot, response: rpc.Response) -> None:
+        slot.probe_deadline = None
+        handshake = parse_discover_result(response.result) if response.result else None
+        if handshake is None and response.error is not None:
+            data = response.error.get("data")
+            supported = data.get("supported") if isinstance(data, dict) else None
+            if (
+                response.error.get("code") == rpc.UNSUPPORTED_PROTOCOL_VERSION
+                and isinstance(supported, list)
+                and MODERN_VERSION in supported
+            ):
+                handshake = Handshake("modern", MODERN_VERSION, None, {})
+        if handshake is None:
+            # "Fallback MUST NOT be keyed to one error code": anything else means legacy.
+            self._send_initialize(slot)
+        else:
+            self._era_cache[self._era_key] = "modern"
+            self._ready(slot, handshake)
+
+    def _on_initialize_answer(self, slot: _Slot, response: rpc.Response) -> None:
+        if response.error is not None:
+            failure = InitializationFailed(_rpc_error(response.error).message)
+            self._fail_slot(slot, ConnectFailed(failure.message))
+            return
+        assert response.result is not None
+        try:
+            handshake = parse_initialize_result(response.result)
+        except UnsupportedVersion as exc:
+            self._fail_slot(slot, ConnectFailed(exc.message, permanent=True), permanent=True)
+            return
+        except InvalidResponse as exc:
+            self._fail_slot(slot, ConnectFailed(exc.message))
+            return
+        self._era_cache[self._era_key] = "legacy"
+        self._write(slot, rpc.notification("notifications/initialized"))
+        self._ready(slot, handshake)
+
+    def _on_work_answer(self, slot: _Slot, work: _Work, response: rpc.Response) -> None:
+        if response.error is not None:
+            self._finish(work, error=_rpc_error(response.error))
+            return
+        result = response.result
+        assert result is not None
+        if result.get("resultType", "complete") != "complete":
+            self._finish(
+                work,
+                error=InvalidResponse(
+                    work.method,
+                    f"resultType {str(result.get('resultType'))[:40]!r} needs input handlers, "
+                    "which this client does not have yet",
+                ),
+            )
+        elif work.method == "tools/call":
+            try:
+                value = CallToolResult.from_wire(result)
+            except ValueError as exc:
+                self._finish(work, error=InvalidResponse(work.method, str(exc)))
+            else:
+                self._finish(work, value)
+        else:
+            self._on_tools_page(slot, work, result)
+
+    def _on_tools_page(self, slot: _Slot, work: _Work, result: Mapping[str, Any]) -> None:
+        raw = result.get("tools")
+        try:
+            if not isinstance(raw, list):
+                raise ValueError("'tools' is missing or not a list")
+            work.tools.extend(Tool.from_wire(item) for item in raw)
+        except ValueError as exc:
+            self._finish(work, error=InvalidResponse("tools/list", str(exc)))
+            return
+        cursor = result.get("nextCursor")
+        # 2026-07-28 pagination: only an absent or null nextCursor ends the list.
+        if isinstance(cursor, str) and cursor not in work.cursors:
+            if len(work.cursors) + 1 < MAX_TOOL_PAGES:
+                work.cursors.add(cursor)
+                self._send_work(slot, work, {"cursor": cursor})
+                return
+            self._log("WARNING", f"tools/list stopped after {MAX_TOOL_PAGES} pages")
+        elif isinstance(cursor, str):
+            self._log("WARNING", "tools/list repeated a cursor; stopped paging")
+        if work.generation == self._tools_generation:
+            self._tools = list(work.tools)
+        self._finish(work, list(work.tools))
+
+    def _on_oversized(self, slot: _Slot, frame: Oversized) -> None:
+        error = MessageTooLarge(frame.size, self.spec.max_message_bytes)
+        owner = slot.requests.get(frame.request_id) if isinstance(frame.request_id, int) else None
+        if isinstance(owner, _Work):
+            del slot.requests[frame.request_id]  # type: ignore[arg-type]
+            self._finish(owner, error=error)
+        elif owner is not None:
+            self._fail_slot(slot, ConnectFailed(error.message))
+        else:
+            self._log("WARNING", f"discarded a message for no known request: {error.message}")
+
+    # --- admission -------------------------------------------------------------------------
+
+    def _refusal(self) -> McpError | None:
+        """Why new work cannot be admitted now, or ``None`` when it can."""
+        if self._closing or not self._started:
+            return NotReady("closed")
+        if self._permanent is not None:
+            return self._permanent
+        if self.state == "ready":
+            return None
+        return self._connect_error or NotReady(self.state)
+
+    def _admit(self, work: _Work) -> None:
+        refusal = self._refusal()
+        if refusal is not None:
+            self._reply(work.ticket, error=refusal)
+            return
+        slot = self._free_slot()
+        if slot is not None:
+            self._works[work.ticket] = work
+            self._send_work(slot, work, None)
+        elif len(self._queue) < self.spec.queue_limit:
+            self._works[work.ticket] = work
+            self._queue.append(work)
+        else:
+            self._reply(
+                work.ticket,
+                error=Busy(
+                    f"{self.in_flight} requests are in flight and {len(self._queue)} queued, "
+                    f"the most this spec allows; nothing was sent (retry later, or raise "
+                    f"pool_size/queue_limit)"
+                ),
+            )
+
+    def _free_slot(self) -> _Slot | None:
+        for slot in self._slots:
+            if slot.phase == "ready" and slot.caller_work() < self.in_flight_cap:
+                return slot
+        return None
+
+    def _pump(self) -> None:
+        while self._queue:
+            slot = self._free_slot()
+            if slot is None:
+                return
+            self._send_work(slot, self._queue.popleft(), None)
+
+    def _send_work(self, slot: _Slot, work: _Work, cursor: Mapping[str, Any] | None) -> None:
+        params: dict[str, Any] = {}
+        meta: dict[str, Any] = {}
+        if work.method == "tools/call":
+            params["name"] = work.name
+            if work.arguments is not None:
+                params["arguments"] = dict(work.arguments)
+        elif cursor is not None:
+            params.update(cursor)
+        assert slot.handshake is not None
+        if slot.handshake.era == "modern":
+            meta.update(modern_meta())
+        if work.progress:
+            # The token is the request id: unique among active requests, as progress requires.
+            meta["progressToken"] = self._next_id + 1
+        work.slot, work.request_id = (
+            slot.index,
+            self._send_request(slot, work.method, params, work, meta),
+        )
+
+    def _withdraw(self, work: _Work, reason: str) -> None:
+        """Take work out of the queue or off its slot; cancel it on the wire if it was sent."""
+        if work.slot is None:
+            self._queue.remove(work)
+            return
+        slot = self._slots[work.slot]
+        assert work.request_id is not None
+        # Work that is still ours and sent is always on a live, ready slot: a failing slot
+        # answers its work first. Legacy basic/utilities/cancellation; 2026-07-28 stdio:
+        # cancellation "MUST be" notifications/cancelled, only for a request actually issued.
+        del slot.requests[work.request_id]
+        self._write(
+            slot,
+            rpc.notification(
+                "notifications/cancelled", {"requestId": work.request_id, "reason": reason}
+            ),
+        )
+
+    def _finish(self, work: _Work, value: object = None, *, error: McpError | None = None) -> None:
+        del self._works[work.ticket]
+        self._reply(work.ticket, value, error=error)
+        self._pump()
+
+    def _drain_works(self) -> list[_Work]:
+        """Remove every piece of work (in ticket order) and forget their requests."""
+        works = sorted(self._works.values(), key=lambda w: w.ticket)
+        self._works.clear()
+        self._queue.clear()
+        for slot in self._slots:
+            for request_id in [k for k, v in slot.requests.items() if isinstance(v, _Work)]:
+                del slot.requests[request_id]
+        return works
+
+    # --- connections -----------------------------------------------------------------------
+
+    def _spawn(self, slot: _Slot) -> None:
+        slot.phase = "spawning"
+        slot.retry_at = None
+        slot.failure, slot.failure_permanent = None, False
+        slot.requests.clear()
+        slot.handshake = None
+        slot.decoder = LineDecoder(self.spec.max_message_bytes)
+        slot.stderr.clear()
+        slot.connect_deadline = self._now + self.spec.init_timeout
+        assert self.spec.command is not None
+        self._out.append(
+            Spawn(
+                slot=slot.index,
+                argv=(self.spec.command, *self.spec.args),
+                inherit=INHERITED_ENV,
+                env=dict(self.spec.env),
+                cwd=self.spec.cwd,
+            )
+        )
+
+    def _send_initialize(self, slot: _Slot) -> None:
+        slot.phase = "initializing"
+        self._send_request(slot, _INITIALIZE, initialize_params(), _INITIALIZE)
+
+    def _ready(self, slot: _Slot, handshake: Handshake) -> None:
+        slot.phase = "ready"
+        slot.handshake = handshake
+        slot.attempt = 0  # SPEC §7: the backoff resets only when a session reaches ready
+        slot.connect_deadline = slot.probe_deadline = None
+        self._connect_error = None
+        status = self.status(self._now)
+        for ticket in sorted(self._waiters):
+            self._reply(ticket, status)
+        self._waiters.clear()
+        self._pump()
+
+    def _fail_slot(self, slot: _Slot, error: McpError, *, permanent: bool = False) -> None:
+        """The slot's connection failed: answer what it affects, stop its process, and arm
+        the retry once the process is gone (nothing is armed for a permanent failure)."""
+        was_ready = slot.phase == "ready"
+        slot.phase = "idle"
+        slot.handshake = None
+        slot.probe_deadline = slot.connect_deadline = None
+        self._last_error = error
+        for owner in list(slot.requests.values()):
+            if isinstance(owner, _Work):
+                del self._works[owner.ticket]
+                self._reply(owner.ticket, error=error)
+        slot.requests.clear()
+        if not any(s.phase == "ready" for s in self._slots):
+            for work in self._drain_works():
+                self._reply(work.ticket, error=error)
+        if not was_ready:
+            connect_error = (
+                error if isinstance(error, ConnectFailed) else ConnectFailed(error.message)
+            )
+            self._connect_error = connect_error
+            if permanent:
+                self._permanent = connect_error
+                self._answer_waiters(connect_error)
+            elif self.spec.fail_fast:
+                # SPEC §7: each failed attempt answers the current await_ready callers.
+                self._answer_waiters(connect_error)
+        slot.failure, slot.failure_permanent = error, permanent
+        if slot.alive:
+            self._begin_stop(slot)
+        else:
+            self._process_gone(slot)
+
+    def _process_gone(self, slot: _Slot) -> None:
+        permanent = slot.failure_permanent
+        slot.failure, slot.failure_permanent = None, False
+        if permanent or self._closing:
+            return
+        slot.retry_at = self._now + backoff_delay(
+            slot.attempt, self.spec.reconnect, self.spec.max_backoff, self._jitter
+        )
+        slot.attempt += 1
+
+    def _begin_stop(self, slot: _Slot) -> None:
+        # Legacy basic/lifecycle §Shutdown (stdio): close stdin, wait, SIGTERM, wait, SIGKILL.
+        slot.stop_stage = _STOP_STDIN
+        slot.stop_deadline = self._now + self.spec.shutdown_grace
+        self._out.append(CloseStdin(slot=slot.index))
+
+    def _escalate_stop(self, slot: _Slot) -> None:
+        slot.stop_deadline = self._now + self.spec.shutdown_grace
+        if slot.stop_stage == _STOP_STDIN:
+            slot.stop_stage = _STOP_TERM
+            self._out.append(SignalProcess(slot=slot.index, signal="SIGTERM"))
+        elif slot.stop_stage == _STOP_TERM:
+            slot.stop_stage = _STOP_KILL
+            self._out.append(SignalProcess(slot=slot.index, signal="SIGKILL"))
+        else:
+            # SIGKILL cannot be ignored; a process still not reported gone is the driver's to
+            # reap. Stop waiting so that nothing hangs on it.
+            self._log("ERROR", f"slot {slot.index}: process not reported gone after SIGKILL")
+            self._on_exited(ProcessExited(now=self._now, slot=slot.index, returncode=None))
+
+    def _check_closed(self) -> None:
+        if self._closing and self._all_gone():
+            tickets, self._close_tickets = self._close_tickets, []
+            for ticket in tickets:
+                self._reply(ticket, None)
+
+    def _all_gone(self) -> bool:
+        return not any(slot.alive or slot.phase == "spawning" for slot in self._slots)
+
+    # --- small helpers ---------------------------------------------------------------------
+
+    def _send_request(
+        self,
+        slot: _Slot,
+        method: str,
+        params: dict[str, Any],
+        owner: _Work | str,
+        meta: dict[str, Any] | None = None,
+    ) -> int:
+        self._next_id += 1
+        if meta:
+            params = {**params, "_meta": meta}
+        slot.requests[self._next_id] = owner
+        self._write(slot, rpc.request(self._next_id, method, params))
+        return self._next_id
+
+    def _forget_internal(self, slot: _Slot, owner: str) -> None:
+        for request_id in [k for k, v in slot.requests.items() if v == owner]:
+            del slot.requests[request_id]
+
+    def _write(self, slot: _Slot, message: Mapping[str, Any]) -> None:
+        self._out.append(WriteStdin(slot=slot.index, data=encode_message(message)))
+
+    def _reply(self, ticket: int, value: object = None, *, error: McpError | None = None) -> None:
+        self._out.append(Reply(ticket=ticket, value=value, error=error))
+
+    def _answer_waiters(self, error: McpError) -> None:
+        for ticket in sorted(self._waiters):
+            self._reply(ticket, error=error)
+        self._waiters.clear()
+
+    def _log(self, level: str, message: str) -> None:
+        self._out.append(Log(level=level, logger=self._logger, message=message))
+
+
+def _rpc_error(error: Mapping[str, Any]) -> JsonRpcError:
+    code = error.get("code")
+    message = error.get("message")
+    return JsonRpcError(
+        code if isinstance(code, int) else 0,
+        str(message)[:500] if message is not None else "",
+        error.get("data"),
+    )

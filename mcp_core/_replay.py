@@ -1,0 +1,277 @@
+"""Record a session's events as JSON lines and replay them through the machine (SPEC §13).
+
+Format (version 1), one JSON object per line, every line ending in ``\\n``:
+
+    {"format": "mcp-replay", "version": 1, "spec": {...}}         the header: the spec, redacted
+    {"event": "Connect", "now": 0.0}                              then one line per event fed
+    {"event": "StdoutReceived", "now": 0.2, "slot": 0, "data": "{\\"jsonrpc\\":...}\\n"}
+
+- The header's spec is ``Spec.redacted()``: header values, env values, every arg, URL userinfo,
+  query and fragment are ``[redacted]``, yet ``Spec.from_mapping`` accepts it again (args keep
+  their count, URLs still parse). Every field is written, defaults included, so a recording
+  does not change meaning when a default changes.
+- Fields are written in declaration order with their declared names. A ``bytes`` value is a
+  JSON string when it is valid UTF-8 (stdio traffic stays readable and diffable) and
+  ``{"b64": "<base64>"}`` otherwise; decoding uses the field's declared type to turn either
+  back into bytes. Tuples become arrays and come back as tuples where the type says so.
+- Lines are ASCII (``ensure_ascii``), so any file or stream can hold them.
+
+Replaying feeds the same events, with the same ``now``, to a fresh ``SessionMachine`` built from
+the header's spec; the machine is deterministic, so it produces the same actions, except that
+values taken from the spec are the redacted ones. ``encode_action`` redacts those same values
+(``argv`` after the program, ``env`` and ``headers`` values, URLs), so encoded live actions and
+encoded replayed actions compare equal.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
+from typing import Any, Protocol
+
+from . import _events
+from ._actions import Action
+from ._errors import McpError
+from ._events import Event
+from ._spec import REDACTED, Spec, redact_url
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Recorder",
+    "decode_event",
+    "encode_action",
+    "encode_event",
+    "read_recording",
+    "replay",
+    "replay_lines",
+]
+
+FORMAT = "mcp-replay"
+VERSION = 1
+
+
+class _Machine(Protocol):
+    def handle(self, event: Event) -> list[Action]: ...
+
+
+# --- values <-> JSON ----------------------------------------------------------------------------
+
+
+def _encode_bytes(data: bytes) -> object:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"b64": base64.b64encode(data).decode("ascii")}
+
+
+def _to_json(value: object) -> object:
+    """A JSON-ready copy of ``value``; dataclasses become ``{"class": Name, fields...}``."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _encode_bytes(bytes(value))
+    if isinstance(value, McpError):
+        return {"error": type(value).__name__, "message": value.message}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, object] = {"class": type(value).__name__}
+        for f in dataclasses.fields(value):
+            out[f.name] = _to_json(getattr(value, f.name))
+        return out
+    if isinstance(value, Mapping):
+        return {str(k): _to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v) for v in value]
+    raise TypeError(f"cannot record a value of type {type(value).__name__}")
+
+
+def _from_json(hint: Any, value: object) -> object:
+    """Undo ``_to_json`` for a field declared as ``hint``: a ``bytes`` field comes back as
+    bytes; every other field type of today's events is plain JSON already.
+
+    An event with a field of another shape (``bytes | None``, a tuple of bytes) needs a
+    branch here; the round-trip test over every event class fails until it has one.
+    """
+    return _decode_bytes(value) if hint is bytes else value
+
+
+def _decode_bytes(value: object) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, Mapping) and set(value) == {"b64"} and isinstance(value["b64"], str):
+        try:
+            return base64.b64decode(value["b64"], validate=True)
+        except binascii.Error:
+            pass
+    raise ValueError('a bytes field must be a string or {"b64": <base64>}')
+
+
+@cache
+def _event_classes() -> dict[str, tuple[type[Event], dict[str, Any]]]:
+    """Every event class of ``_events`` by name, with its resolved field types. Found by
+    looking, so event classes added later are recorded and replayed without a change here."""
+    found = {}
+    for name in dir(_events):
+        obj = getattr(_events, name)
+        if isinstance(obj, type) and issubclass(obj, Event) and obj is not Event:
+            found[name] = (obj, typing.get_type_hints(obj))
+    return found
+
+
+# --- events ------------------------------------------------------------------------------------
+
+
+def encode_event(event: Event) -> dict[str, object]:
+    """``{"event": ClassName, "now": ..., <fields>...}`` for one event."""
+    out: dict[str, object] = {"event": type(event).__name__}
+    for f in dataclasses.fields(event):
+        out[f.name] = _to_json(getattr(event, f.name))
+    return out
+
+
+def decode_event(data: Mapping[str, object]) -> Event:
+    """The event ``encode_event`` wrote. ``ValueError`` for an unknown event name, a missing
+    or unknown field, or a value the event refuses."""
+    name = data.get("event")
+    known = _event_classes().get(name) if isinstance(name, str) else None
+    if known is None:
+        raise ValueError(f"unknown event {name!r} in the recording")
+    cls, hints = known
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "event":
+            continue
+        if key not in hints:
+            raise ValueError(f"event {name} has no field {key!r}")
+        kwargs[key] = _from_json(hints[key], value)
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a missing field
+        raise ValueError(f"event {name} cannot be built: {exc}") from None
+
+
+# --- actions -----------------------------------------------------------------------------------
+
+
+def _redact_field(name: str, value: object) -> object:
+    # Values an action copies out of the spec (SPEC §4: no secret reaches a replay file).
+    if name == "argv" and isinstance(value, (list, tuple)) and value:
+        return [_to_json(value[0]), *([REDACTED] * (len(value) - 1))]
+    if name in ("env", "headers") and isinstance(value, Mapping):
+        return {str(k): REDACTED for k in value}
+    if name == "url" and isinstance(value, str):
+        return redact_url(value)
+    return _to_json(value)
+
+
+def encode_action(action: Action) -> dict[str, object]:
+    """``{"action": ClassName, <fields>...}`` for one action, JSON-ready.
+
+    Errors become ``{"error": ClassName, "message": ...}``; dataclass values (``Status``,
+    ``Tool``, ``CallToolResult``, content blocks) become ``{"class": ClassName, <fields>}``;
+    bytes are encoded as for events. Secrets copied from the spec are redacted (see above).
+    """
+    out: dict[str, object] = {"action": type(action).__name__}
+    for f in dataclasses.fields(action):
+        out[f.name] = _redact_field(f.name, getattr(action, f.name))
+    return out
+
+
+# --- recording and replaying -------------------------------------------------------------------
+
+
+def _line(obj: Mapping[str, object]) -> str:
+    return json.dumps(obj, separators=(",", ":")) + "\n"
+
+
+class Recorder:
+    """Writes a recording through ``write`` (one call per line, each ending in ``\\n``).
+
+    The header is written at construction; ``record`` writes one event. The recorder holds
+    no file: the driver owns the I/O and decides where the lines go.
+    """
+
+    def __init__(self, spec: Spec, write: Callable[[str], object]) -> None:
+        self._write = write
+        write(_line({"format": FORMAT, "version": VERSION, "spec": spec.redacted()}))
+
+    def record(self, event: Event) -> None:
+        """Write ``event`` as one line."""
+        self._write(_line(encode_event(event)))
+
+
+def read_recording(lines: Iterable[str]) -> tuple[Spec, list[Event]]:
+    """The spec and events of a recording. Blank lines are skipped.
+
+    Raises ``ValueError`` (naming the line) for an empty input, a header of another format or
+    version, or a line that is not a valid event; ``InvalidSpec`` if the header's spec is
+    refused.
+    """
+    spec: Spec | None = None
+    events: list[Event] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            raise ValueError(f"recording line {number} is not JSON") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"recording line {number} is not a JSON object")
+        if spec is None:
+            spec = _read_header(data)
+            continue
+        try:
+            events.append(decode_event(data))
+        except ValueError as exc:
+            raise ValueError(f"recording line {number}: {exc}") from None
+    if spec is None:
+        raise ValueError("the recording is empty: no header line")
+    return spec, events
+
+
+def _read_header(data: Mapping[str, object]) -> Spec:
+    if data.get("format") != FORMAT:
+        raise ValueError(
+            f'not an {FORMAT} recording (the first line must have "format": "{FORMAT}")'
+        )
+    if data.get("version") != VERSION:
+        raise ValueError(
+            f"{FORMAT} version {data.get('version')!r} is not supported (this client reads "
+            f"version {VERSION}); record the session again with this client"
+        )
+    spec = data.get("spec")
+    if not isinstance(spec, Mapping):
+        raise ValueError('the recording header has no "spec" object')
+    return Spec.from_mapping(spec)
+
+
+def replay_lines(
+    lines: Iterable[str], *, machine: Callable[[Spec], _Machine] | None = None
+) -> list[Action]:
+    """Feed a recording's events to a fresh machine and return every action, in order.
+
+    ``machine`` builds the machine from the header's spec (default: ``SessionMachine``).
+    Raises as ``read_recording`` does.
+    """
+    spec, events = read_recording(lines)
+    if machine is None:
+        from ._machine import SessionMachine  # lazily: the machine imports this package
+
+        machine = SessionMachine
+    session = machine(spec)
+    actions: list[Action] = []
+    for event in events:
+        actions.extend(session.handle(event))
+    return actions
+
+
+def replay(path: str) -> list[Action]:
+    """``replay_lines`` over the file at ``path`` (UTF-8). The only I/O in ``mcp_core``."""
+    with open(path, encoding="utf-8") as recording:
+        return replay_lines(recording)

@@ -1,0 +1,443 @@
+"""``Spec``: what one server is and how to talk to it (SPEC §4).
+
+A spec is validated once, when it is built, and is immutable afterwards: a refused spec raises
+``InvalidSpec`` and nothing is started. Every message that shows a spec shows it *redacted*:
+header values, env values, every arg, URL userinfo, query and fragment become ``[redacted]``
+(SPEC §4: "No secret reaches an exception, ``repr``, ``Status``, a log line or a replay file").
+Names (header names, env names, field names) and the command, scheme, host and path are kept,
+because they are what a user needs to find the mistake.
+
+The redacted form is also *replayable*: ``Spec.from_mapping(spec.redacted())`` builds a spec
+again (args keep their count, URLs still parse), which is what the replay format stores (§13).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
+
+from ._errors import InvalidSpec
+
+__all__ = ["REDACTED", "Concurrency", "Era", "Spec", "redact_mapping", "redact_url"]
+
+Concurrency = Literal["stateless", "pooled", "serialized"]
+Era = Literal["auto", "legacy", "modern"]
+
+REDACTED = "[redacted]"
+# Userinfo sits in the URL authority, where "[" and "]" mean an IPv6 literal: urllib refuses
+# "http://[redacted]@host". The percent-encoded form decodes to "[redacted]" and still parses.
+_REDACTED_USERINFO = "%5Bredacted%5D"
+
+_TIMEOUT_FIELDS = (
+    "call_timeout",
+    "max_call_timeout",
+    "init_timeout",
+    "reconnect",
+    "max_backoff",
+    "probe_timeout",
+    "shutdown_grace",
+)
+# Fields whose values are kept by redaction (when they are plain scalars).
+_PLAIN_FIELDS = frozenset(
+    {
+        "name",
+        "command",
+        "cwd",
+        "concurrency",
+        "era",
+        "fail_fast",
+        "pool_size",
+        "queue_limit",
+        "max_message_bytes",
+        "jitter_seed",
+        *_TIMEOUT_FIELDS,
+    }
+)
+# RFC 9110 §5.1: a field name is a token.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_ENV_NAME = re.compile(r"[^=\x00]+")
+_GENERIC_HINT = "fix this field and build the spec again"
+
+
+def _empty() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class Spec:
+    """One MCP server: either a ``command`` to spawn (stdio) or a ``url`` (HTTP).
+
+    Construction validates every field and raises ``InvalidSpec`` (with the spec redacted in
+    the message) on the first problem found. ``args`` may be given as a list and is stored as
+    a tuple; ``env``, ``headers`` and ``prices`` are stored as read-only copies, so a spec
+    never changes after it was checked.
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=_empty)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=_empty)
+    concurrency: Concurrency | None = None
+    pool_size: int = 8
+    queue_limit: int = 8
+    call_timeout: float = 30.0
+    max_call_timeout: float = 300.0
+    init_timeout: float = 60.0
+    reconnect: float = 1.0
+    max_backoff: float = 60.0
+    fail_fast: bool = False
+    era: Era = "auto"
+    prices: Mapping[str, int] = field(default_factory=_empty)
+    max_message_bytes: int = 8 * 1024 * 1024
+    probe_timeout: float = 2.0
+    shutdown_grace: float = 2.0
+    jitter_seed: int = 0
+
+    def __post_init__(self) -> None:
+        try:
+            self._validate()
+        except _Problem as problem:
+            raise _invalid(str(problem), self._user_fields(), problem.hint) from None
+
+    def _validate(self) -> None:
+        _check_str(self.name, "name")
+        if self.command is None and self.url is None:
+            raise _Problem(
+                "neither 'command' nor 'url' is set",
+                "give 'command' (a local stdio server) or 'url' (an HTTP server)",
+            )
+        if self.command is not None and self.url is not None:
+            raise _Problem(
+                "both 'command' and 'url' are set",
+                "keep 'command' for a local stdio server or 'url' for an HTTP server, not both",
+            )
+        self._set("args", _check_args(self.args))
+        self._set("env", _check_names(self.env, "env", _ENV_NAME))
+        self._set("headers", _check_names(self.headers, "headers", _TOKEN))
+        if self.command is not None:
+            _check_str(self.command, "command")
+            if self.cwd is not None:
+                _check_str(self.cwd, "cwd")
+            if self.headers:
+                raise _Problem(
+                    "'headers' is set for a stdio server",
+                    "headers only apply to 'url' servers; pass secrets to a stdio server in 'env'",
+                )
+        else:
+            for name in ("args", "env", "cwd"):
+                if getattr(self, name) not in ((), {}, None):
+                    raise _Problem(
+                        f"{name!r} is set for an HTTP server",
+                        f"{name!r} only applies to 'command' servers; remove it",
+                    )
+            _check_url(self.url)
+        self._check_numbers()
+        _check_choice(self.concurrency, "concurrency", Concurrency, allow_none=True)
+        _check_choice(self.era, "era", Era)
+        if type(self.fail_fast) is not bool:
+            raise _Problem(f"'fail_fast' must be true or false, got {_kind(self.fail_fast)}")
+        self._set("prices", _check_prices(self.prices))
+
+    def _check_numbers(self) -> None:
+        for name in _TIMEOUT_FIELDS:
+            value = getattr(self, name)
+            seconds = _positive_seconds(value)
+            if seconds is None:
+                raise _Problem(
+                    f"{name!r} must be a positive number of seconds, got {_show_number(value)}"
+                )
+            self._set(name, seconds)
+        for name, minimum in (("pool_size", 1), ("queue_limit", 0), ("max_message_bytes", 1)):
+            value = getattr(self, name)
+            if not _is_int(value) or value < minimum:
+                got = _show_number(value)
+                raise _Problem(f"{name!r} must be an integer >= {minimum}, got {got}")
+        if not _is_int(self.jitter_seed):
+            raise _Problem(f"'jitter_seed' must be an integer, got {_kind(self.jitter_seed)}")
+        for low, high in (("call_timeout", "max_call_timeout"), ("reconnect", "max_backoff")):
+            if getattr(self, high) < getattr(self, low):
+                raise _Problem(
+                    f"{high!r} ({getattr(self, high)}) is below {low!r} ({getattr(self, low)})",
+                    f"raise {high!r} or lower {low!r}",
+                )
+
+    def _set(self, name: str, value: object) -> None:
+        # Normalising copies in a frozen dataclass (args list -> tuple, dict -> read-only copy).
+        object.__setattr__(self, name, value)
+
+    def _user_fields(self) -> dict[str, object]:
+        """The fields that differ from their defaults: what the user actually wrote."""
+        out: dict[str, object] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            default = f.default_factory() if callable(f.default_factory) else f.default
+            if f.name == "name" or value != default:
+                out[f.name] = value
+        return out
+
+    # --- public surface ---------------------------------------------------------------------
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, object]) -> Spec:
+        """Build a spec from a plain mapping (a config file entry, a replay header).
+
+        Raises ``InvalidSpec`` for an unknown field (naming it), a missing ``name``, a wrong
+        type or any other problem ``Spec(...)`` refuses.
+        """
+        if not isinstance(mapping, Mapping):
+            raise _invalid(f"a spec must be a mapping, got {_kind(mapping)}", {}, _GENERIC_HINT)
+        known = [f.name for f in fields(cls)]
+        for key in mapping:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = (
+                    f"did you mean {close[0]!r}?" if close else f"known fields: {', '.join(known)}"
+                )
+                raise _invalid(f"unknown field {_show_key(key)}", mapping, hint)
+        if "name" not in mapping:
+            raise _invalid(
+                "the required field 'name' is missing", mapping, "give the server a name"
+            )
+        kwargs: dict[str, Any] = dict(mapping)
+        return cls(**kwargs)
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        """``'stdio'`` for a ``command`` spec, ``'http'`` for a ``url`` spec."""
+        return "stdio" if self.command is not None else "http"
+
+    def default_concurrency(self, era: str | None) -> Concurrency:
+        """The in-flight policy to use once the era is known (SPEC §6).
+
+        An explicit ``concurrency`` wins. Otherwise stdio and modern HTTP are ``'stateless'``
+        and legacy HTTP is ``'serialized'``. ``era`` is the era the session negotiated; when it
+        is ``None`` (not known yet) the spec's own ``era`` is used unless it is ``'auto'``.
+        """
+        if self.concurrency is not None:
+            return self.concurrency
+        if self.transport == "stdio":
+            return "stateless"
+        known = era if era is not None else (None if self.era == "auto" else self.era)
+        return "stateless" if known == "modern" else "serialized"
+
+    def redacted(self, *, include_defaults: bool = True) -> dict[str, object]:
+        """The spec as a plain dict with every secret replaced by ``[redacted]``.
+
+        The result is JSON-serialisable and ``Spec.from_mapping`` accepts it, so it is what a
+        replay file stores. With ``include_defaults=False`` only non-default fields are shown.
+        """
+        source = {f.name: getattr(self, f.name) for f in fields(self)}
+        return redact_mapping(source if include_defaults else self._user_fields())
+
+    def __hash__(self) -> int:
+        # The generated hash would fail on the read-only mappings; hash their items instead,
+        # so specs can key a dict (an era cache, a group's table).
+        return hash(
+            tuple(
+                frozenset(value.items()) if isinstance(value, Mapping) else value
+                for value in (getattr(self, f.name) for f in fields(self))
+            )
+        )
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.redacted(include_defaults=False).items())
+        return f"Spec({shown})"
+
+
+# --- redaction -------------------------------------------------------------------------------
+
+
+def redact_url(url: str) -> str:
+    """Replace the userinfo, query and fragment of ``url``; keep scheme, host, port and path.
+
+    Works on any string, also one that is not a valid URL: whatever precedes the last ``@`` of
+    the authority is treated as userinfo.
+    """
+    rest, hash_sign, _fragment = url.partition("#")
+    rest, question, _query = rest.partition("?")
+    slashes = rest.find("//")
+    start = slashes + 2 if slashes >= 0 else 0
+    end = rest.find("/", start)
+    end = len(rest) if end < 0 else end
+    authority = rest[start:end]
+    if "@" in authority:
+        authority = f"{_REDACTED_USERINFO}@{authority.rpartition('@')[2]}"
+    return (
+        rest[:start]
+        + authority
+        + rest[end:]
+        + (f"?{REDACTED}" if question else "")
+        + (f"#{REDACTED}" if hash_sign else "")
+    )
+
+
+def redact_mapping(mapping: Mapping[str, object]) -> dict[str, object]:
+    """Redact a raw spec mapping, which may be invalid (this is what error messages show).
+
+    Secret-bearing fields are redacted whatever their shape; the values of unknown fields are
+    redacted too (a misspelt ``"header"`` field may well hold a token); other known fields are
+    kept when they are plain scalars. Invalid header or env names are not shown either: a
+    name like ``"Authorization: Bearer ..."`` is a value pasted into the wrong place.
+    """
+    out: dict[str, object] = {}
+    for raw_key, value in mapping.items():
+        key = str(raw_key)
+        if value is None:
+            out[key] = None
+        elif key in ("env", "headers"):
+            pattern = _ENV_NAME if key == "env" else _TOKEN
+            out[key] = _redact_names(value, pattern)
+        elif key == "args":
+            out[key] = [REDACTED] * len(value) if isinstance(value, (list, tuple)) else REDACTED
+        elif key == "url":
+            out[key] = redact_url(value) if isinstance(value, str) else REDACTED
+        elif key == "prices" and isinstance(value, Mapping):
+            out[key] = {str(k): v if _is_scalar(v) else REDACTED for k, v in value.items()}
+        elif key in _PLAIN_FIELDS and isinstance(value, (str, int, float, bool)):
+            out[key] = value
+        else:
+            out[key] = REDACTED
+    return out
+
+
+def _redact_names(value: object, pattern: re.Pattern[str]) -> object:
+    if not isinstance(value, Mapping):
+        return REDACTED
+    return {
+        (k if isinstance(k, str) and pattern.fullmatch(k) else f"[invalid name #{i}]"): REDACTED
+        for i, k in enumerate(value)
+    }
+
+
+def _is_scalar(value: object) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+# --- validation helpers ----------------------------------------------------------------------
+
+
+class _Problem(Exception):
+    """One validation failure: a problem (never containing a secret) and a hint."""
+
+    def __init__(self, problem: str, hint: str = _GENERIC_HINT) -> None:
+        super().__init__(problem)
+        self.hint = hint
+
+
+def _invalid(problem: str, mapping: Mapping[str, object], hint: str) -> InvalidSpec:
+    return InvalidSpec(f"invalid spec: {problem}; spec: {redact_mapping(mapping)!r}; {hint}")
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__
+
+
+def _show_key(key: object) -> str:
+    return repr(key) if isinstance(key, str) and len(key) <= 64 else f"of type {_kind(key)}"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _positive_seconds(value: object) -> float | None:
+    """``value`` as float seconds, or None if it is not a positive finite real (bools refused)."""
+    if not _is_number(value):
+        return None
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an int too large for a float
+        return None
+    return seconds if math.isfinite(seconds) and seconds > 0 else None
+
+
+def _show_number(value: object) -> str:
+    # Numbers are never secrets; anything else is described by its type only.
+    return repr(value) if _is_number(value) else _kind(value)
+
+
+def _check_str(value: object, name: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        got = "an empty string" if isinstance(value, str) else _kind(value)
+        raise _Problem(f"{name!r} must be a non-empty string, got {got}")
+    if "\x00" in value:
+        raise _Problem(f"{name!r} contains a NUL character")
+
+
+def _check_args(value: object) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise _Problem(
+            f"'args' must be a list of strings, got {_kind(value)}",
+            'write args as a list, one element per argument: ["-y", "server"]',
+        )
+    for i, arg in enumerate(value):
+        if not isinstance(arg, str):
+            raise _Problem(f"args[{i}] must be a string, got {_kind(arg)}")
+        if "\x00" in arg:
+            raise _Problem(f"args[{i}] contains a NUL character")
+    return tuple(value)
+
+
+def _check_names(value: object, name: str, pattern: re.Pattern[str]) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise _Problem(f"{name!r} must be a mapping of strings to strings, got {_kind(value)}")
+    for i, (key, item) in enumerate(value.items()):
+        if not isinstance(key, str) or not pattern.fullmatch(key):
+            raise _Problem(f"{name!r} name #{i} is not a valid name")
+        if not isinstance(item, str):
+            raise _Problem(f"{name}[{key!r}] must be a string, got {_kind(item)}")
+        # A CR or LF in a header value would inject a header; NUL breaks the environment.
+        if "\x00" in item or (name == "headers" and ("\r" in item or "\n" in item)):
+            raise _Problem(f"{name}[{key!r}] contains a control character (NUL, CR or LF)")
+    return MappingProxyType(dict(value))
+
+
+def _check_url(url: object) -> None:
+    if not isinstance(url, str):
+        raise _Problem(f"'url' must be a string, got {_kind(url)}")
+    example = "write the full address, e.g. https://example.com/mcp"
+    # urlsplit silently drops tabs and newlines (WHATWG), so look for them first.
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise _Problem("'url' contains whitespace or a control character", example)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing the port raises ValueError when it is invalid
+    except ValueError:
+        raise _Problem("'url' is not a valid URL (bad host or port)", example) from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise _Problem("'url' must start with http:// or https://", example)
+    if not parts.hostname:
+        raise _Problem("'url' has no host", example)
+
+
+def _check_choice(value: object, name: str, choices: object, *, allow_none: bool = False) -> None:
+    allowed: tuple[str, ...] = get_args(choices)
+    if (value is None and allow_none) or value in allowed:
+        return
+    shown = repr(value) if isinstance(value, str) and len(value) <= 32 else _kind(value)
+    raise _Problem(f"{name!r} must be one of {', '.join(allowed)}, got {shown}")
+
+
+def _check_prices(value: object) -> Mapping[str, int]:
+    if not isinstance(value, Mapping):
+        raise _Problem(f"'prices' must be a mapping of tool names to prices, got {_kind(value)}")
+    for tool, price in value.items():
+        if not isinstance(tool, str) or not tool:
+            raise _Problem("'prices' keys must be non-empty tool names")
+        if not _is_int(price) or price <= 0:
+            got = _show_number(price)
+            raise _Problem(f"prices[{tool!r}] must be a positive integer, got {got}")
+    return MappingProxyType(dict(value))

@@ -1,0 +1,206 @@
+"""Shared test helpers: where the real peer servers are, and how to watch processes.
+
+Every helper is a plain function (`from tests.conftest import wait_until`) and also a fixture of
+the same name, which is the way to use it from a test (no import path to get wrong):
+
+    def test_x(fault_server_argv, wait_until, children_of): ...
+
+Server argv helpers:
+  py_server_argv()            the official-SDK server (tests/servers/py_server.py)
+  fault_server_argv(*flags)   the fault-injection server (tests/servers/fault_server.py)
+  everything_argv()           @modelcontextprotocol/server-everything on stdio
+  filesystem_argv(directory)  @modelcontextprotocol/server-filesystem allowed to `directory`
+  memory_argv()               @modelcontextprotocol/server-memory; give it MEMORY_FILE_PATH
+                              (an absolute path under tmp_path) or it writes into node_modules
+The npm servers come from `make node_modules`. Outside CI a missing one skips the test with a
+message saying so; under CI (CI set in the environment) it fails, so CI can never go green by
+skipping its real-peer tests.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from hypothesis import settings
+
+T = TypeVar("T")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SERVERS_DIR = REPO_ROOT / "tests" / "servers"
+NODE_BIN_DIR = REPO_ROOT / "node_modules" / ".bin"
+
+# Hypothesis' default 200 ms deadline turns a slow CI machine (2 cores, busy with real server
+# processes) into flaky failures; the per-test pytest-timeout is the guard against hangs. In CI
+# the examples are derandomized so a red run is reproducible from its log.
+settings.register_profile("dev", deadline=None)
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+# --- where the peers are ---
+
+
+def node_bin(name: str) -> str:
+    """Path of an npm-installed executable; skip (fail under CI) when it is not installed."""
+    path = NODE_BIN_DIR / name
+    if not path.exists():
+        message = f"{path} is missing: run `make node_modules` (needs node >= 20 and npm)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return str(path)
+
+
+def py_server_argv() -> list[str]:
+    """argv of the official-SDK stdio server; sys.executable is the venv, which has `mcp`."""
+    return [sys.executable, str(SERVERS_DIR / "py_server.py")]
+
+
+def fault_server_argv(*flags: str) -> list[str]:
+    """argv of the fault-injection server with the given flags (see its docstring)."""
+    return [sys.executable, str(SERVERS_DIR / "fault_server.py"), *flags]
+
+
+def everything_argv() -> list[str]:
+    """argv of server-everything; its first argument picks the transport (default "stdio")."""
+    return [node_bin("mcp-server-everything"), "stdio"]
+
+
+def filesystem_argv(directory: str | os.PathLike[str]) -> list[str]:
+    """argv of server-filesystem, allowed to read and write under `directory` only."""
+    return [node_bin("mcp-server-filesystem"), str(directory)]
+
+
+def memory_argv() -> list[str]:
+    """argv of server-memory; set MEMORY_FILE_PATH (absolute) in its environment."""
+    return [node_bin("mcp-server-memory")]
+
+
+# --- process table ---
+
+
+def _process_table() -> dict[int, tuple[int, int, str]]:
+    """pid -> (parent pid, process group, state letter) for every process in /proc."""
+    table: dict[int, tuple[int, int, str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat_file:
+                stat = stat_file.read()
+        except OSError:
+            continue  # it exited between listdir and open
+        # The command name (field 2) is in parentheses and may hold spaces or ')'.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        table[int(entry)] = (int(fields[1]), int(fields[2]), fields[0])
+    return table
+
+
+def children_of(pid: int, *, include_zombies: bool = True) -> list[int]:
+    """Descendants of `pid` (children, grandchildren, ...) now in the process table.
+
+    Zombies are included by default: an exited child nobody reaped is a leak too. A process whose
+    parent died is re-parented to init and no longer shows here; use process_group(pgid) for
+    those (the drivers start each server in its own process group).
+    """
+    table = _process_table()
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, (ppid, _pgid, state) in table.items():
+            if ppid == parent:
+                frontier.append(child)
+                if include_zombies or state != "Z":
+                    found.append(child)
+    return sorted(found)
+
+
+def process_group(pgid: int) -> list[int]:
+    """Live (non-zombie) members of process group `pgid`, wherever they were re-parented."""
+    return sorted(
+        pid
+        for pid, (_ppid, group, state) in _process_table().items()
+        if group == pgid and state != "Z"
+    )
+
+
+def wait_until(
+    predicate: Callable[[], T], timeout: float = 10.0, *, message: str = "condition"
+) -> T:
+    """Poll `predicate` until it returns something truthy, and return that; AssertionError at
+    the deadline.
+
+    Polling is acceptable only here: the process table has no event to wait for (a grandchild's
+    exit is not ours to wait on). Anything that has an event, wait for the event instead.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while True:
+        value = predicate()
+        if value:
+            return value
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"{message} still false after {timeout} s (last value {value!r})")
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, 0.05)
+
+
+# --- the same helpers as fixtures ---
+
+
+@pytest.fixture(name="repo_root")
+def _repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(name="node_bin")
+def _node_bin() -> Callable[[str], str]:
+    return node_bin
+
+
+@pytest.fixture(name="py_server_argv")
+def _py_server_argv() -> Callable[[], list[str]]:
+    return py_server_argv
+
+
+@pytest.fixture(name="fault_server_argv")
+def _fault_server_argv() -> Callable[..., list[str]]:
+    return fault_server_argv
+
+
+@pytest.fixture(name="everything_argv")
+def _everything_argv() -> Callable[[], list[str]]:
+    return everything_argv
+
+
+@pytest.fixture(name="filesystem_argv")
+def _filesystem_argv() -> Callable[[str | os.PathLike[str]], list[str]]:
+    return filesystem_argv
+
+
+@pytest.fixture(name="memory_argv")
+def _memory_argv() -> Callable[[], list[str]]:
+    return memory_argv
+
+
+@pytest.fixture(name="children_of")
+def _children_of() -> Callable[..., list[int]]:
+    return children_of
+
+
+@pytest.fixture(name="process_group")
+def _process_group() -> Callable[[int], list[int]]:
+    return process_group
+
+
+@pytest.fixture(name="wait_until")
+def _wait_until() -> Callable[..., object]:
+    return wait_until

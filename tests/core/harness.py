@@ -1,0 +1,169 @@
+"""A fake clock and a scripted peer for driving ``SessionMachine`` without any I/O.
+
+The harness only feeds events and reads actions through the public API of ``mcp_core``; it
+decodes what the machine writes so tests can answer by request id.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_core as core
+
+
+class Harness:
+    def __init__(self, era_cache: dict[str, str] | None = None, **fields: Any) -> None:
+        fields.setdefault("name", "t")
+        if "url" not in fields:
+            fields.setdefault("command", "server")
+        self.spec = core.Spec.from_mapping(fields)
+        self.machine = core.SessionMachine(self.spec, era_cache=era_cache)
+        self.now = 0.0
+        self.actions: list[core.Action] = []  # everything since the last take()
+        self.replies: dict[int, core.Reply] = {}
+        self.reply_count: dict[int, int] = {}
+        self._ticket = 0
+
+    # --- feeding -----------------------------------------------------------------------
+
+    def feed(self, event: core.Event) -> list[core.Action]:
+        out = self.machine.handle(event)
+        for action in out:
+            if isinstance(action, core.Reply):
+                self.reply_count[action.ticket] = self.reply_count.get(action.ticket, 0) + 1
+                self.replies[action.ticket] = action
+        self.actions.extend(out)
+        return out
+
+    def advance(self, seconds: float) -> list[core.Action]:
+        self.now += seconds
+        return self.feed(core.TimerFired(now=self.now))
+
+    def fire_due(self) -> list[core.Action]:
+        """Jump to the machine's next deadline and fire the timer there."""
+        deadline = self.machine.next_deadline()
+        assert deadline is not None, "no deadline armed"
+        self.now = max(self.now, deadline)
+        return self.feed(core.TimerFired(now=self.now))
+
+    def ticket(self) -> int:
+        self._ticket += 1
+        return self._ticket
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> int:
+        t = self.ticket()
+        self.feed(core.CallTool(now=self.now, ticket=t, name=name, arguments=arguments, **kw))
+        return t
+
+    def list_tools(self, **kw: Any) -> int:
+        t = self.ticket()
+        self.feed(core.ListTools(now=self.now, ticket=t, **kw))
+        return t
+
+    def await_ready(self, timeout: float = 60.0) -> int:
+        t = self.ticket()
+        self.feed(core.AwaitReady(now=self.now, ticket=t, timeout=timeout))
+        return t
+
+    def close(self) -> int:
+        t = self.ticket()
+        self.feed(core.Close(now=self.now, ticket=t))
+        return t
+
+    def stdout(self, data: bytes | dict[str, Any] | list[Any], slot: int = 0) -> None:
+        if not isinstance(data, bytes):
+            data = json.dumps(data).encode() + b"\n"
+        self.feed(core.StdoutReceived(now=self.now, slot=slot, data=data))
+
+    def answer(self, request_id: int, result: dict[str, Any], slot: int = 0) -> None:
+        self.stdout({"jsonrpc": "2.0", "id": request_id, "result": result}, slot)
+
+    def answer_error(self, request_id: int, code: int, message: str, slot: int = 0) -> None:
+        self.stdout(
+            {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}},
+            slot,
+        )
+
+    def spawned(self, slot: int = 0, pid: int = 100) -> None:
+        self.feed(core.ProcessSpawned(now=self.now, slot=slot, pid=pid + slot))
+
+    def exited(self, code: int | None = 1, slot: int = 0) -> None:
+        self.feed(core.ProcessExited(now=self.now, slot=slot, returncode=code))
+
+    # --- reading -----------------------------------------------------------------------
+
+    def take(self) -> list[core.Action]:
+        out, self.actions = self.actions, []
+        return out
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [a for a in self.actions if isinstance(a, kind)]
+
+    def messages(self, slot: int | None = None) -> list[dict[str, Any]]:
+        """Decoded JSON-RPC messages written to stdin since the last take()."""
+        out = []
+        for a in self.actions:
+            if isinstance(a, core.WriteStdin) and (slot is None or a.slot == slot):
+                assert a.data.endswith(b"\n") and a.data.count(b"\n") == 1
+                out.append(json.loads(a.data))
+        return out
+
+    def last_request(self, method: str, slot: int | None = None) -> dict[str, Any]:
+        found = [m for m in self.messages(slot) if m.get("method") == method and "id" in m]
+        assert found, f"no {method} request written; actions: {self.actions}"
+        return found[-1]
+
+    def result(self, ticket: int) -> Any:
+        reply = self.replies[ticket]
+        assert reply.error is None, reply.error
+        return reply.value
+
+    def error(self, ticket: int) -> core.McpError:
+        reply = self.replies[ticket]
+        assert reply.error is not None, f"ticket {ticket} succeeded: {reply.value!r}"
+        return reply.error
+
+    # --- scripted handshakes ---------------------------------------------------------------
+
+    def connect_legacy(self, version: str = "2025-11-25", slot: int = 0) -> None:
+        """Connect, see the discover probe (if any) refused, and complete initialize."""
+        if not self.of(core.Spawn):
+            self.feed(core.Connect(now=self.now))
+        self.spawned(slot)
+        if self.spec.era == "auto" and any(
+            m.get("method") == "server/discover" for m in self.messages(slot)
+        ):
+            probe = self.last_request("server/discover", slot)
+            self.answer_error(probe["id"], -32601, "Method not found", slot)
+        init = self.last_request("initialize", slot)
+        self.answer(
+            init["id"],
+            {
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": True}},
+                "serverInfo": {"name": "fake", "version": "1"},
+            },
+            slot,
+        )
+        self.take()
+
+    def connect_modern(self, slot: int = 0) -> None:
+        if not self.of(core.Spawn):
+            self.feed(core.Connect(now=self.now))
+        self.spawned(slot)
+        probe = self.last_request("server/discover", slot)
+        self.answer(
+            probe["id"],
+            {
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "2"}},
+            },
+            slot,
+        )
+        self.take()
+
+
+TEXT_RESULT = {"content": [{"type": "text", "text": "hi"}]}

@@ -1,0 +1,58 @@
+"""Errors are values with plain-language messages; events refuse impossible values."""
+
+from __future__ import annotations
+
+import pytest
+
+import mcp_core as core
+
+ERRORS = [
+    core.InvalidSpec("invalid spec: x"),
+    core.NoHttpClient("no HTTP stack"),
+    core.Busy("the queue is full"),
+    core.RequestTimeout("no answer in time"),
+    core.NotReady("starting"),
+    core.ConnectFailed("no such file", permanent=True),
+    core.ConnectFailed("boom"),
+    core.InitializationFailed("boom"),
+    core.UnsupportedVersion("1999-01-01", ("2025-11-25",)),
+    core.ServerExited(3, "fatal\n"),
+    core.ServerExited(None, ""),
+    core.MessageTooLarge(20_000_000, 8_000_000),
+    core.SessionRejected("the server forgot the session"),
+    core.HttpError(401, 'Bearer resource_metadata="x"'),
+    core.JsonRpcError(-32602, "Unknown tool", {"x": 1}),
+    core.InvalidResponse("tools/call", "content is not a list"),
+    core.UnmeteredCall("buy", "reservation already used"),
+    core.UnmeteredCall("buy"),
+]
+
+
+@pytest.mark.parametrize("error", ERRORS, ids=lambda e: type(e).__name__)
+def test_errors_are_comparable_values_with_messages(error: core.McpError) -> None:
+    assert isinstance(error, core.McpError)
+    assert str(error) == error.message and len(error.message) > 10
+    assert error == error and hash(error) == hash(error)
+    assert error != core.McpError(error.message)
+    assert repr(error).startswith(type(error).__name__ + "(")
+
+
+def test_error_fields() -> None:
+    assert core.HttpError(403).status == 403 and core.HttpError(403).www_authenticate is None
+    assert core.UnmeteredCall("buy").tool == "buy"
+    assert "will not be retried" in str(core.ConnectFailed("x", permanent=True))
+    assert "retries" in str(core.ConnectFailed("x"))
+    assert core.ServerExited(None, "").stderr_tail == ""
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: core.AwaitReady(now=0, ticket=1, timeout=-1),
+        lambda: core.ListTools(now=0, ticket=1, timeout=0),
+        lambda: core.CallTool(now=0, ticket=1, name="x", timeout=-2),
+    ],
+)
+def test_events_refuse_impossible_timeouts(make: object) -> None:
+    with pytest.raises(ValueError, match="timeout"):
+        make()  # type: ignore[operator]

@@ -1,0 +1,311 @@
+"""A legacy-era stdio MCP server we control, for fault injection. Standard library only.
+
+Run: python tests/servers/fault_server.py [flags]   (newline-delimited JSON-RPC on stdin/stdout)
+
+Flags:
+  --banner               print the non-JSON line "starting fault server v1" to stdout first
+  --exit-on-start CODE   write "fatal: config missing" to stderr and exit with CODE at once
+  --init-error           answer `initialize` with JSON-RPC error -32603 "boom"
+  --version V            answer `initialize` with protocolVersion V (default: the client's own)
+  --no-discover-answer   never answer `server/discover` (default: -32601, like a legacy server)
+  --repeat-cursor        `tools/list` returns nextCursor "p2" forever
+  --ignore-stdin-eof     keep running after stdin closes (to test shutdown escalation)
+  --ignore-sigterm       ignore SIGTERM (so only SIGKILL ends it)
+
+Methods: `initialize`, `ping` ({}), `tools/list` (two tools a page, cursors "p2", "p3", ...),
+`tools/call`; notifications are ignored except `notifications/cancelled`, whose requestId is
+recorded. Any other request gets -32601. Tools (arguments in braces):
+  echo {text}              -> text
+  hang                     -> never answered (the server keeps serving other requests)
+  cancelled_ids            -> JSON list of the request ids named by notifications/cancelled
+  exit {code, stderr}      -> writes `stderr` to stderr and exits with `code` mid-call
+  huge {mib}               -> one response line of about `mib` MiB, "id" before the payload
+  slow_progress {steps, delay}
+                           -> with _meta.progressToken: `steps` notifications/progress, `delay`
+                              seconds apart, then "done" (without a token: the same wait)
+  list_changed             -> sends notifications/tools/list_changed, then answers "ok"
+  ping_client              -> sends request ping (id "srv-1") to the client and answers with
+                              the client's response JSON once it arrives
+  unknown_server_request   -> sends sampling/createMessage (id "srv-2") and answers with the
+                              client's response JSON (a client without a handler: -32601)
+  stderr_spam {kib}        -> writes `kib` KiB to stderr, then answers "ok"
+
+Each tools/call runs on its own thread, so `hang` or `slow_progress` never blocks `echo`.
+On stdin EOF the server exits with status 0 (unless --ignore-stdin-eof).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+TOOL_NAMES = [
+    "echo",
+    "hang",
+    "cancelled_ids",
+    "exit",
+    "huge",
+    "slow_progress",
+    "list_changed",
+    "ping_client",
+    "unknown_server_request",
+    "stderr_spam",
+]
+PAGE_SIZE = 2
+
+
+class Options:
+    def __init__(self, argv: list[str]) -> None:
+        self.banner = "--banner" in argv
+        self.init_error = "--init-error" in argv
+        self.no_discover_answer = "--no-discover-answer" in argv
+        self.repeat_cursor = "--repeat-cursor" in argv
+        self.ignore_stdin_eof = "--ignore-stdin-eof" in argv
+        self.ignore_sigterm = "--ignore-sigterm" in argv
+        self.version: str | None = _value_after(argv, "--version")
+        exit_code = _value_after(argv, "--exit-on-start")
+        self.exit_on_start = int(exit_code) if exit_code is not None else None
+
+
+def _value_after(argv: list[str], flag: str) -> str | None:
+    if flag not in argv:
+        return None
+    index = argv.index(flag)
+    if index + 1 >= len(argv):
+        sys.exit(f"fault_server: {flag} needs a value")
+    return argv[index + 1]
+
+
+class FaultServer:
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.write_lock = threading.Lock()
+        self.state_lock = threading.Lock()
+        self.cancelled_ids: list[Any] = []
+        # Requests this server sent to the client: id -> (event set on answer, answer slot).
+        self.waiting: dict[str, tuple[threading.Event, list[Any]]] = {}
+
+    # --- output ---
+
+    def write_raw(self, line: bytes) -> None:
+        with self.write_lock:
+            try:
+                sys.stdout.buffer.write(line)
+                sys.stdout.buffer.flush()
+            except (BrokenPipeError, ValueError):
+                # The client closed our stdout: nobody is left to talk to.
+                os._exit(0)
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.write_raw(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def result(self, request_id: Any, result: dict[str, Any]) -> None:
+        self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def error(self, request_id: Any, code: int, message: str) -> None:
+        self.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+
+    def text_result(self, request_id: Any, text: str) -> None:
+        self.result(request_id, {"content": [{"type": "text", "text": text}]})
+
+    def ask_client(self, request_id: str, method: str, params: dict[str, Any]) -> Any:
+        """Send a request to the client and block this thread until its answer arrives."""
+        event = threading.Event()
+        slot: list[Any] = []
+        with self.state_lock:
+            self.waiting[request_id] = (event, slot)
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        event.wait()
+        return slot[0]
+
+    # --- input ---
+
+    def serve(self) -> None:
+        for line in sys.stdin.buffer:
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                sys.stderr.write(f"fault_server: not JSON: {line[:80]!r}\n")
+                continue
+            if isinstance(message, dict):
+                self.dispatch(message)
+
+    def dispatch(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        request_id = message.get("id")
+        if method is None:
+            self.on_client_answer(message)
+        elif request_id is None:
+            self.on_notification(method, message.get("params") or {})
+        elif method == "tools/call":
+            threading.Thread(target=self.call_tool, args=(message,), daemon=True).start()
+        else:
+            self.on_request(request_id, method, message.get("params") or {})
+
+    def on_client_answer(self, message: dict[str, Any]) -> None:
+        with self.state_lock:
+            waiter = self.waiting.pop(str(message.get("id")), None)
+        if waiter is not None:
+            event, slot = waiter
+            slot.append(message)
+            event.set()
+
+    def on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/cancelled":
+            with self.state_lock:
+                self.cancelled_ids.append(params.get("requestId"))
+
+    def on_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
+        if method == "initialize":
+            if self.options.init_error:
+                self.error(request_id, -32603, "boom")
+                return
+            version = self.options.version or params.get("protocolVersion", "2025-11-25")
+            self.result(
+                request_id,
+                {
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": True}},
+                    "serverInfo": {"name": "fault", "version": "1"},
+                },
+            )
+        elif method == "ping":
+            self.result(request_id, {})
+        elif method == "tools/list":
+            self.list_tools(request_id, params.get("cursor"))
+        elif method == "server/discover" and self.options.no_discover_answer:
+            return  # like a legacy server that drops unknown requests before initialize
+        else:
+            self.error(request_id, -32601, f"Method not found: {method}")
+
+    def list_tools(self, request_id: Any, cursor: Any) -> None:
+        if cursor is None:
+            page = 1
+        elif isinstance(cursor, str) and cursor.startswith("p") and cursor[1:].isdigit():
+            page = int(cursor[1:])
+        else:
+            self.error(request_id, -32602, f"Invalid cursor: {cursor!r}")
+            return
+        names = TOOL_NAMES[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+        result: dict[str, Any] = {
+            "tools": [
+                {
+                    "name": name,
+                    "description": f"fault tool {name}",
+                    "inputSchema": {"type": "object"},
+                }
+                for name in names
+            ]
+        }
+        if self.options.repeat_cursor:
+            result["nextCursor"] = "p2"
+        elif page * PAGE_SIZE < len(TOOL_NAMES):
+            result["nextCursor"] = f"p{page + 1}"
+        self.result(request_id, result)
+
+    # --- tools (each on its own thread) ---
+
+    def call_tool(self, message: dict[str, Any]) -> None:
+        request_id = message["id"]
+        params = message.get("params") or {}
+        name = params.get("name")
+        args = params.get("arguments") or {}
+        meta = params.get("_meta") or {}
+        if name == "echo":
+            self.text_result(request_id, str(args.get("text", "")))
+        elif name == "hang":
+            return
+        elif name == "cancelled_ids":
+            with self.state_lock:
+                ids = list(self.cancelled_ids)
+            self.text_result(request_id, json.dumps(ids))
+        elif name == "exit":
+            sys.stderr.write(str(args.get("stderr", "")))
+            sys.stderr.flush()
+            os._exit(int(args.get("code", 1)))
+        elif name == "huge":
+            self.huge(request_id, float(args.get("mib", 1)))
+        elif name == "slow_progress":
+            self.slow_progress(
+                request_id,
+                int(args.get("steps", 3)),
+                float(args.get("delay", 0.1)),
+                meta.get("progressToken"),
+            )
+        elif name == "list_changed":
+            self.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            self.text_result(request_id, "ok")
+        elif name == "ping_client":
+            answer = self.ask_client("srv-1", "ping", {})
+            self.text_result(request_id, json.dumps(answer, separators=(",", ":")))
+        elif name == "unknown_server_request":
+            answer = self.ask_client(
+                "srv-2",
+                "sampling/createMessage",
+                {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                    "maxTokens": 10,
+                },
+            )
+            self.text_result(request_id, json.dumps(answer, separators=(",", ":")))
+        elif name == "stderr_spam":
+            chunk = "e" * 1023 + "\n"
+            for _ in range(int(args.get("kib", 64))):
+                sys.stderr.write(chunk)
+            sys.stderr.flush()
+            self.text_result(request_id, "ok")
+        else:
+            self.error(request_id, -32602, f"Unknown tool: {name}")
+
+    def huge(self, request_id: Any, mib: float) -> None:
+        head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode()
+        head += b',"result":{"content":[{"type":"text","text":"'
+        self.write_raw(head + b"x" * int(mib * 1024 * 1024) + b'"}]}}\n')
+
+    def slow_progress(self, request_id: Any, steps: int, delay: float, token: Any) -> None:
+        for step in range(1, steps + 1):
+            time.sleep(delay)
+            if token is not None:
+                self.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {
+                            "progressToken": token,
+                            "progress": step,
+                            "total": steps,
+                            "message": f"step {step}/{steps}",
+                        },
+                    }
+                )
+        self.text_result(request_id, "done")
+
+
+def main() -> None:
+    options = Options(sys.argv[1:])
+    if options.exit_on_start is not None:
+        sys.stderr.write("fatal: config missing\n")
+        sys.stderr.flush()
+        os._exit(options.exit_on_start)
+    if options.ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    server = FaultServer(options)
+    if options.banner:
+        server.write_raw(b"starting fault server v1\n")
+    server.serve()
+    if options.ignore_stdin_eof:
+        threading.Event().wait()  # until a signal ends the process
+    # Threads may still hold a hung call; they are daemons, but exit at once all the same.
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
