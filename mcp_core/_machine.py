@@ -473,7 +473,7 @@ class SessionMachine:
         for ticket, deadline in sorted(self._waiters.items()):
             if deadline <= now:
                 del self._waiters[ticket]
-                self._reply(ticket, error=NotReady(self.state))
+                self._reply(ticket, error=self._not_ready())
         for slot in self._slots:
             self._slot_timers(slot, now)
         self._pump()
@@ -684,6 +684,16 @@ class SessionMachine:
         if self.state == "ready":
             return None
         return self._connect_error or NotReady(self.state)
+
+    def _not_ready(self) -> NotReady:
+        """NotReady naming the last connect failure, if a retry is what we are waiting for."""
+        if self._connect_error is None:
+            return NotReady(self.state)
+        return NotReady(
+            self.state,
+            f"the session is {self.state}, not ready; still retrying after: "
+            f"{self._connect_error.reason}",
+        )
 
     def _admit(self, work: _Work) -> None:
         refusal = self._refusal()

@@ -207,6 +207,11 @@ def test_initialize_error_retries_with_doubling_backoff() -> None:
         assert h.of(core.Spawn)
         delays.append(h.now - start)
     assert waiter not in h.replies  # without fail_fast, await_ready waits through retries
+    short = h.await_ready(timeout=0.01)
+    h.advance(0.01)
+    err = h.error(short)
+    assert isinstance(err, core.NotReady) and "still retrying after" in str(err)
+    assert "boom" in str(err)
     assert delays[0] == pytest.approx(1.0, rel=0.25)
     assert delays[1] == pytest.approx(2.0, rel=0.25)
     assert delays[2] == pytest.approx(4.0, rel=0.25)

@@ -1,0 +1,366 @@
+"""The anyio driver: one loop that feeds the ``SessionMachine`` and performs its actions.
+
+Everything enters through ``_feed(event)``, which is synchronous: it records the event, calls
+``machine.handle`` and performs each action without awaiting. Work that needs awaiting runs in
+tasks of the client's task group: one ``ProcessSlot.run`` per spawned process (its writer and
+readers inside) and one timer task re-armed to ``machine.next_deadline()`` after every feed.
+Callers wait on an ``anyio.Event`` per ticket. There is no protocol decision here (SPEC §2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import itertools
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import IO, Any, cast
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from mcp_core._actions import (
+    Action,
+    CloseStdin,
+    Log,
+    ProgressUpdate,
+    Reply,
+    SignalProcess,
+    Spawn,
+    WriteStdin,
+)
+from mcp_core._errors import NotReady
+from mcp_core._events import (
+    AwaitReady,
+    CallTool,
+    CancelCall,
+    Close,
+    Connect,
+    Event,
+    ListTools,
+    TimerFired,
+)
+from mcp_core._machine import SessionMachine
+from mcp_core._models import CallToolResult, Status, Tool
+from mcp_core._replay import Recorder
+from mcp_core._spec import Spec
+
+from ._process import ProcessSlot
+
+__all__ = ["Client"]
+
+_log = logging.getLogger(__name__)
+
+# Verdicts of era='auto' probes, shared by every client of this driver (per server).
+_ERA_CACHE: dict[str, str] = {}
+
+# Backstop for stop(), beyond the machine's own shutdown (close stdin, grace, SIGTERM, grace,
+# SIGKILL, grace: then it replies): past it the driver kills what is left itself.
+_CLOSE_MARGIN = 5.0
+
+ProgressCallback = Callable[[float, float | None, str | None], object]
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+@dataclasses.dataclass(slots=True)
+class _Waiter:
+    ticket: int
+    done: anyio.Event
+    progress: ProgressCallback | None = None
+    reply: Reply | None = None
+
+
+class Client:
+    """An MCP client session on anyio (asyncio or trio).
+
+    ``async with Client(...)`` starts it and, unless ``wait=False``, waits until it is ready;
+    leaving the block stops it. ``await start()`` / ``await stop()`` do the same by hand; both
+    must be called from the same task, with no cancel scope opened between them left open.
+    Constructing with a refused spec raises ``InvalidSpec`` and starts nothing.
+    """
+
+    def __init__(
+        self,
+        spec: Spec | Mapping[str, Any] | None = None,
+        /,
+        *,
+        wait: bool = True,
+        record: str | os.PathLike[str] | None = None,
+        **fields: Any,
+    ) -> None:
+        self._spec = _make_spec(spec, fields)
+        self._wait = wait
+        self._record = record
+        self._machine = SessionMachine(self._spec, era_cache=_ERA_CACHE)
+        self._phase = "new"  # -> "running" -> "stopped": a client runs once
+        self._stack: AsyncExitStack | None = None
+        self._tasks: TaskGroup | None = None
+        self._recorder: Recorder | None = None
+        self._tickets = itertools.count(1)
+        self._waiters: dict[int, _Waiter] = {}
+        self._slots: dict[int, ProcessSlot] = {}
+        self._running: set[ProcessSlot] = set()
+        self._deadline_changed: anyio.Event | None = None
+        self._armed: float | None = None  # the deadline the timer task sleeps until
+        self._host_scope = anyio.CancelScope(shield=True)
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    def __repr__(self) -> str:
+        return f"<mcp_asyncio.Client {self.name!r} {self._machine.state}>"
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start connecting in the background and return at once.
+
+        Raises ``NotReady('closed')`` on a client that was stopped; does nothing if running.
+        """
+        if self._phase == "running":
+            return
+        if self._phase == "stopped":
+            raise NotReady("closed")
+        stack = AsyncExitStack()
+        try:
+            if self._record is not None:
+                # Closed by the exit stack, after the task group has ended.
+                file: IO[str] = stack.enter_context(
+                    open(self._record, "w", encoding="utf-8")  # noqa: SIM115
+                )
+                self._recorder = Recorder(self._spec, file.write)
+            host = await stack.enter_async_context(anyio.create_task_group())
+            stack.push_async_callback(self._shutdown)
+            self._deadline_changed = anyio.Event()
+            self._tasks = await host.start(self._host)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        self._phase = "running"
+        self._feed(Connect(now=_now()))
+
+    async def stop(self) -> None:
+        """Close the session: fail pending work, shut every process down, end every task.
+
+        Never raises for the session's own state and leaves no process behind; idempotent.
+        """
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def _shutdown(self) -> None:
+        # Shielded: a cancelled caller must not cut the shutdown in half (STYLE 13).
+        with anyio.CancelScope(shield=True):
+            try:
+                waiter = self._submit(lambda ticket: Close(now=_now(), ticket=ticket))
+                with anyio.move_on_after(3 * self._spec.shutdown_grace + _CLOSE_MARGIN):
+                    await waiter.done.wait()
+            finally:
+                self._phase = "stopped"  # from here on late events are dropped, not fed
+                self._recorder = None  # its file closes once the task group has ended
+                for slot in list(self._running):  # safety net: the machine should leave none
+                    slot.kill()
+                self._host_scope.cancel()  # process tasks reap their processes
+
+    async def _host(
+        self, *, task_status: TaskStatus[TaskGroup] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        # The host task group is entered in start(), so the caller's cancel scopes surround it.
+        # Shielded, so that only _shutdown ends the background tasks: it needs the timer and
+        # the pipes to run the machine's shutdown even when the caller was cancelled.
+        with self._host_scope:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._run_timer)
+                task_status.started(tasks)
+
+    async def __aenter__(self) -> Client:
+        await self.start()
+        if self._wait:
+            try:
+                await self.await_ready(self._spec.init_timeout)
+            except BaseException:
+                await self.stop()
+                raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # --- caller methods ------------------------------------------------------------------
+
+    async def await_ready(self, timeout: float = 60.0) -> Status:
+        """Wait until the session is ready; raises ``ConnectFailed`` or ``NotReady`` if not."""
+        value = await self._call(lambda t: AwaitReady(now=_now(), ticket=t, timeout=timeout))
+        return cast(Status, value)
+
+    async def list_tools(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> list[Tool]:
+        """The server's tools (cached unless ``refresh``); raises ``McpError`` on failure."""
+        value = await self._call(
+            lambda t: ListTools(now=_now(), ticket=t, refresh=refresh, timeout=timeout)
+        )
+        return cast(list[Tool], value)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        reservation: object = None,
+        progress: ProgressCallback | None = None,
+    ) -> CallToolResult:
+        """Call tool ``name``; a tool's own failure is a result with ``is_error=True``.
+
+        Raises ``McpError`` (``RequestTimeout``, ``ServerExited``, ``Busy``, ...) otherwise.
+        ``progress(progress, total, message)`` is called for each progress notification; it
+        must be a plain function (an awaitable it returns is closed, not awaited) and its
+        exceptions are logged. ``reservation`` is accepted and ignored until priced tools exist.
+        """
+        value = await self._call(
+            lambda t: CallTool(
+                now=_now(),
+                ticket=t,
+                name=name,
+                arguments=arguments,
+                timeout=timeout,
+                progress=progress is not None,
+            ),
+            progress,
+        )
+        return cast(CallToolResult, value)
+
+    def status(self) -> Status:
+        """A snapshot of the session; never blocks."""
+        return self._machine.status(_now())
+
+    async def _call(
+        self, make: Callable[[int], Event], progress: ProgressCallback | None = None
+    ) -> object:
+        if self._phase != "running":
+            raise NotReady("closed")
+        waiter = self._submit(make, progress)
+        try:
+            await waiter.done.wait()
+        except BaseException:
+            if self._waiters.pop(waiter.ticket, None) is not None:
+                # Gave up before the answer: the machine drops the work and sends no reply.
+                self._feed(CancelCall(now=_now(), ticket=waiter.ticket))
+            raise
+        assert waiter.reply is not None
+        if waiter.reply.error is not None:
+            raise waiter.reply.error
+        return waiter.reply.value
+
+    def _submit(
+        self, make: Callable[[int], Event], progress: ProgressCallback | None = None
+    ) -> _Waiter:
+        ticket = next(self._tickets)
+        event = make(ticket)  # may raise ValueError for a bad timeout; nothing registered yet
+        waiter = self._waiters[ticket] = _Waiter(ticket, anyio.Event(), progress)
+        self._feed(event)
+        return waiter
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def _feed(self, event: Event) -> None:
+        if self._phase == "stopped":
+            return  # late reader output after stop: nobody listens any more
+        if self._recorder is not None:
+            self._recorder.record(event)
+        for action in self._machine.handle(event):
+            self._perform(action)
+        if self._deadline_changed is not None and self._machine.next_deadline() != self._armed:
+            self._deadline_changed.set()  # wake the timer task to re-arm
+
+    def _feed_from(self, slot: ProcessSlot, event: Event) -> None:
+        # Events carry only the slot index. A process the machine gave up on (it declared it
+        # gone after SIGKILL and spawned a successor) may still print or exit: drop its events.
+        if self._slots.get(slot.slot) is slot:
+            self._feed(event)
+
+    def _perform(self, action: Action) -> None:
+        match action:
+            case Spawn():
+                slot = self._slots[action.slot] = ProcessSlot(action.slot, self._feed_from, _now)
+                assert self._tasks is not None
+                self._tasks.start_soon(self._run_slot, slot, action)
+            case WriteStdin():
+                if action.slot in self._slots:
+                    self._slots[action.slot].write(action.data)
+            case CloseStdin():
+                if action.slot in self._slots:
+                    self._slots[action.slot].close_stdin()
+            case SignalProcess():
+                if action.slot in self._slots:
+                    self._slots[action.slot].signal(action.signal)
+            case Reply():
+                waiter = self._waiters.pop(action.ticket, None)
+                if waiter is not None:
+                    waiter.reply = action
+                    waiter.done.set()
+            case ProgressUpdate():
+                waiter = self._waiters.get(action.ticket)
+                if waiter is not None and waiter.progress is not None:
+                    _report(waiter.progress, action)
+            case Log():
+                level = logging.getLevelNamesMapping().get(action.level, logging.WARNING)
+                logging.getLogger(action.logger).log(level, "%s", action.message)
+            case _:
+                raise TypeError(f"unknown action {action!r}")
+
+    async def _run_slot(self, slot: ProcessSlot, spawn: Spawn) -> None:
+        self._running.add(slot)
+        try:
+            await slot.run(spawn)
+        finally:
+            self._running.discard(slot)
+
+    async def _run_timer(self) -> None:
+        # One timer: sleep until machine.next_deadline(), or until a feed moved it.
+        while True:
+            changed = self._deadline_changed = anyio.Event()
+            deadline = self._armed = self._machine.next_deadline()
+            if deadline is not None and _now() >= deadline:
+                self._feed(TimerFired(now=_now()))
+            # After a feed the deadline is in the past or `changed` is set: the wait below is
+            # then only a checkpoint, so a deadline the machine fails to clear cannot starve
+            # the event loop.
+            delay = math.inf if deadline is None else deadline - _now()
+            with anyio.move_on_after(delay):
+                await changed.wait()
+
+
+def _report(callback: ProgressCallback, update: ProgressUpdate) -> None:
+    try:
+        result = callback(update.progress, update.total, update.message)
+    except Exception:
+        _log.exception("the progress callback raised; the call goes on")
+        return
+    if inspect.iscoroutine(result):
+        result.close()  # async callbacks are not awaited; closing avoids a "never awaited" warning
+
+
+def _make_spec(spec: Spec | Mapping[str, Any] | None, fields: Mapping[str, Any]) -> Spec:
+    """The spec with ``fields`` on top; raises ``InvalidSpec`` (redacted) if it is refused."""
+    if isinstance(spec, Spec):
+        if not fields:
+            return spec
+        spec = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+    return Spec.from_mapping({**(spec or {}), **fields})

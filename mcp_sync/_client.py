@@ -1,0 +1,375 @@
+"""The blocking driver: threads and pipes around one ``SessionMachine``; no event loop.
+
+Every thread (callers, readers, writers, the timer) enters the machine through ``_feed``,
+which holds one lock while it records the event, runs ``machine.handle`` and performs the
+actions that cannot block (queueing writes keeps per-slot write order equal to feed order).
+Actions that may block or run user code (spawning, progress callbacks, logging) run after
+the lock is released. The timer thread waits on a condition of the same lock and is woken by
+every feed, so it always sleeps until the machine's current ``next_deadline()``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from dataclasses import fields as dataclass_fields
+from functools import partial
+from types import TracebackType
+from typing import IO, Any
+
+from mcp_core._actions import (
+    CloseStdin,
+    Log,
+    ProgressUpdate,
+    Reply,
+    SignalProcess,
+    Spawn,
+    WriteStdin,
+)
+from mcp_core._errors import NotReady
+from mcp_core._events import (
+    AwaitReady,
+    CallTool,
+    CancelCall,
+    Close,
+    Connect,
+    Event,
+    ListTools,
+    TimerFired,
+)
+from mcp_core._machine import SessionMachine
+from mcp_core._models import CallToolResult, Status, Tool
+from mcp_core._replay import Recorder
+from mcp_core._spec import Spec
+
+from ._process import ProcessSlot
+
+__all__ = ["Client"]
+
+_log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[float, float | None, str | None], object]
+
+# Protocol eras learned per server, shared by every client of this driver (SPEC §5).
+_ERA_CACHE: dict[str, str] = {}
+# Callers wait in slices so that KeyboardInterrupt reaches the main thread promptly everywhere.
+_WAIT_SLICE = 0.1
+# Backstop for stop(), beyond the machine's own shutdown (close stdin, grace, SIGTERM, grace,
+# SIGKILL, grace: then it replies): past it the driver kills what is left itself.
+_CLOSE_MARGIN = 5.0
+# How long stop() waits for threads after the machine closed and every child was killed.
+_JOIN_BOUND = 5.0
+
+
+@dataclass(slots=True)
+class _Waiter:
+    ticket: int
+    progress: ProgressCallback | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    reply: Reply | None = None
+
+
+def _make_spec(spec: Spec | Mapping[str, Any] | None, fields: dict[str, Any]) -> Spec:
+    """``fields`` on top of ``spec``; raises ``InvalidSpec``."""
+    if isinstance(spec, Spec):
+        if not fields:
+            return spec
+        spec = {f.name: getattr(spec, f.name) for f in dataclass_fields(spec)}
+    return Spec.from_mapping({**(spec or {}), **fields})
+
+
+class Client:
+    """A client for one MCP server, blocking and safe to use from many threads at once."""
+
+    def __init__(
+        self,
+        spec: Spec | Mapping[str, Any] | None = None,
+        /,
+        *,
+        wait: bool = True,
+        record: str | os.PathLike[str] | None = None,
+        **fields: Any,
+    ) -> None:
+        """Raises ``InvalidSpec`` for a refused spec; nothing is started."""
+        self._spec = _make_spec(spec, fields)
+        self._wait = wait
+        self._record_path = record
+        self._machine = SessionMachine(self._spec, era_cache=_ERA_CACHE)
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)  # the timer waits on it
+        self._state = "new"  # -> "running" -> "stopping" -> "stopped"; driver bookkeeping only
+        self._last_now = 0.0
+        self._tickets = itertools.count(1)
+        self._waiters: dict[int, _Waiter] = {}
+        self._slots: dict[int, ProcessSlot] = {}
+        self._old_slots: list[ProcessSlot] = []
+        self._record_file: IO[str] | None = None
+        self._recorder: Recorder | None = None
+        self._timer: threading.Thread | None = None
+        self._stopped = threading.Event()
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    def __repr__(self) -> str:
+        return f"<mcp_sync.Client {self.name!r} {self._machine.state}>"
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start connecting in the background and return at once. A second call does nothing;
+        a call after stop() raises ``NotReady('closed')``."""
+        with self._lock:
+            if self._state != "new":
+                if self._state == "running":
+                    return
+                raise NotReady("closed")
+            if self._record_path is not None:  # an OSError here leaves the client unstarted
+                self._record_file = open(self._record_path, "w", encoding="utf-8")  # noqa: SIM115
+                self._recorder = Recorder(self._spec, self._record_file.write)
+            self._state = "running"
+            self._timer = threading.Thread(
+                target=self._run_timer, name="mcp-sync-timer", daemon=True
+            )
+            self._timer.start()
+            # Connect is handled before the lock is released, so a concurrent stop() always
+            # feeds Close after it.
+            later = self._handle(Connect(now=time.monotonic()))
+        _perform(later)
+
+    def stop(self) -> None:
+        """Close the session and wait until every server process is gone. Calls still waiting
+        get their error; later calls raise ``NotReady('closed')``. Idempotent."""
+        with self._lock:
+            state = self._state
+            if state == "new":
+                self._state = "stopped"
+                self._stopped.set()
+            elif state == "running":
+                self._state = "stopping"
+        if state != "running":
+            while not self._stopped.wait(_WAIT_SLICE):
+                pass  # another thread's stop() is still shutting down
+            return
+        try:
+            waiter = self._submit(lambda t: Close(now=time.monotonic(), ticket=t), closing=True)
+            deadline = time.monotonic() + 3 * self._spec.shutdown_grace + _CLOSE_MARGIN
+            while not waiter.done.wait(_WAIT_SLICE) and time.monotonic() < deadline:
+                pass
+        finally:
+            self._teardown()
+
+    def __enter__(self) -> Client:
+        self.start()
+        if self._wait:
+            try:
+                self.await_ready(self._spec.init_timeout)
+            except BaseException:
+                self.stop()
+                raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # --- calls ---------------------------------------------------------------------------
+
+    def await_ready(self, timeout: float = 60.0) -> Status:
+        """Wait until the session is ready; raises ``ConnectFailed``/``NotReady`` on timeout."""
+        value = self._call(lambda t: AwaitReady(now=time.monotonic(), ticket=t, timeout=timeout))
+        assert isinstance(value, Status)
+        return value
+
+    def list_tools(self, *, refresh: bool = False, timeout: float | None = None) -> list[Tool]:
+        """The server's tools, from the cache unless ``refresh``."""
+        value = self._call(
+            lambda t: ListTools(now=time.monotonic(), ticket=t, refresh=refresh, timeout=timeout)
+        )
+        assert isinstance(value, list)
+        return value
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        reservation: object = None,
+        progress: ProgressCallback | None = None,
+    ) -> CallToolResult:
+        """Call tool ``name``. ``progress(progress, total, message)`` is called from a driver
+        thread for each progress notification; its exceptions are logged. ``reservation`` is
+        accepted and not used yet (priced tools, SPEC §10, come later)."""
+        value = self._call(
+            lambda t: CallTool(
+                now=time.monotonic(),
+                ticket=t,
+                name=name,
+                arguments=arguments,
+                timeout=timeout,
+                progress=progress is not None,
+            ),
+            progress=progress,
+        )
+        assert isinstance(value, CallToolResult)
+        return value
+
+    def status(self) -> Status:
+        """The session's status now; never waits for I/O."""
+        with self._lock:
+            return self._machine.status(max(self._last_now, time.monotonic()))
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def _call(
+        self, make: Callable[[int], Event], progress: ProgressCallback | None = None
+    ) -> object:
+        """Submit the event built for a new ticket and wait for its Reply; on any interruption
+        (KeyboardInterrupt included) feed CancelCall(ticket) and re-raise."""
+        waiter = self._submit(make, progress)
+        try:
+            while not waiter.done.wait(_WAIT_SLICE):
+                pass
+        except BaseException:
+            later: list[Callable[[], None]] = []
+            with self._lock:
+                if self._waiters.pop(waiter.ticket, None) is not None:
+                    # Gave up before the answer: the machine drops the work, sends no reply.
+                    later = self._handle(CancelCall(now=time.monotonic(), ticket=waiter.ticket))
+            _perform(later)
+            raise
+        assert waiter.reply is not None
+        if waiter.reply.error is not None:
+            raise waiter.reply.error
+        return waiter.reply.value
+
+    def _submit(
+        self,
+        make: Callable[[int], Event],
+        progress: ProgressCallback | None = None,
+        *,
+        closing: bool = False,
+    ) -> _Waiter:
+        """Register a waiter and feed its event. Raises ``NotReady('closed')`` unless running
+        (stopping, for Close) and ``ValueError`` for a bad argument; nothing is fed then."""
+        with self._lock:
+            if self._state != ("stopping" if closing else "running"):
+                raise NotReady("closed")
+            ticket = next(self._tickets)
+            event = make(ticket)
+            waiter = self._waiters[ticket] = _Waiter(ticket, progress)
+            later = self._handle(event)
+        _perform(later)
+        return waiter
+
+    def _feed_from(self, slot: ProcessSlot, event: Event) -> None:
+        """Feed an event of ``slot``'s process, unless the machine has moved on from it (it may
+        declare a process gone after SIGKILL and spawn a successor for the same index)."""
+        later: list[Callable[[], None]] = []
+        with self._lock:
+            if self._slots.get(slot.slot) is slot:
+                later = self._handle(event)
+        _perform(later)
+
+    def _handle(self, event: Event) -> list[Callable[[], None]]:
+        """With the lock held: record and handle ``event``, perform the actions that cannot
+        block, and return the others (to run once the lock is released)."""
+        if self._state == "stopped":
+            return []  # late reader output after stop: nobody listens any more
+        # Threads read the clock before taking the lock: keep `now` monotonic in feed order.
+        if event.now < self._last_now:
+            event = replace(event, now=self._last_now)
+        self._last_now = event.now
+        if self._recorder is not None:
+            self._recorder.record(event)
+        later: list[Callable[[], None]] = []
+        for action in self._machine.handle(event):
+            if isinstance(action, Reply):
+                waiter = self._waiters.pop(action.ticket, None)
+                if waiter is not None:  # else the caller gave up: ignore
+                    waiter.reply = action
+                    waiter.done.set()
+            elif isinstance(action, Spawn):
+                # Registered now, so writes queue up in order until the process runs. The old
+                # process of the slot is kept for stop() to join until its threads are done.
+                self._old_slots = [old for old in self._old_slots if not old.finished]
+                if action.slot in self._slots:
+                    self._old_slots.append(self._slots[action.slot])
+                slot = self._slots[action.slot] = ProcessSlot(action.slot, self._feed_from)
+                later.append(partial(slot.spawn, action))
+            elif isinstance(action, WriteStdin | CloseStdin | SignalProcess):
+                if action.slot in self._slots:
+                    self._slots[action.slot].perform(action)
+            elif isinstance(action, ProgressUpdate):
+                waiter = self._waiters.get(action.ticket)
+                if waiter is not None and waiter.progress is not None:
+                    later.append(partial(_report, waiter.progress, action))
+            elif isinstance(action, Log):
+                level = logging.getLevelNamesMapping().get(action.level, logging.WARNING)
+                log = logging.getLogger(action.logger).log
+                later.append(partial(log, level, "%s", action.message))
+            else:
+                raise TypeError(f"unknown action {action!r}")
+        self._wake.notify()  # the timer re-reads next_deadline()
+        return later
+
+    def _run_timer(self) -> None:
+        # One timer: sleep until machine.next_deadline(), or until a feed notifies `_wake`.
+        while True:
+            with self._lock:
+                if self._state == "stopped":
+                    return
+                deadline = self._machine.next_deadline()
+                now = time.monotonic()
+                if deadline is None or now < deadline:
+                    self._wake.wait(None if deadline is None else deadline - now)
+                    continue
+                later = self._handle(TimerFired(now=now))
+            _perform(later)
+
+    def _teardown(self) -> None:
+        """After the Close reply (or an interrupted stop): stop the timer, kill whatever process
+        is still held (a safety net: the machine has already shut them down), join every
+        thread within a bound and close the replay file."""
+        deadline = time.monotonic() + _JOIN_BOUND
+        with self._lock:
+            self._state = "stopped"
+            self._wake.notify()
+        if self._timer is not None:
+            self._timer.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            slots = [*self._old_slots, *self._slots.values()]
+        for slot in slots:
+            slot.kill_and_join(deadline)
+        with self._lock:
+            self._recorder = None
+            if self._record_file is not None:
+                self._record_file.close()
+        self._stopped.set()
+
+
+def _perform(later: list[Callable[[], None]]) -> None:
+    for perform in later:
+        perform()
+
+
+def _report(callback: ProgressCallback, update: ProgressUpdate) -> None:
+    try:
+        result = callback(update.progress, update.total, update.message)
+    except Exception:
+        _log.exception("the progress callback raised; the call goes on")
+        return
+    if inspect.iscoroutine(result):
+        result.close()  # async callbacks are not awaited; closing avoids a "never awaited" warning

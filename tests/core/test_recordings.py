@@ -1,0 +1,48 @@
+"""Recorded sessions with real servers replay, without the server, to exactly the actions
+the machine produced when they were recorded (SPEC §13). A failure here means the machine's
+behaviour changed: if that was intended, re-record (tests/recordings/make_recordings.py) and
+review the diff of the .actions.jsonl file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import mcp_core as core
+
+RECORDINGS = sorted(
+    p
+    for p in (Path(__file__).parent.parent / "recordings").glob("*.jsonl")
+    if not p.name.endswith(".actions.jsonl")
+)
+
+
+def test_there_are_recordings_of_real_servers() -> None:
+    assert {p.stem for p in RECORDINGS} >= {
+        "everything_stdio",
+        "py_sdk_modern_stdio",
+        "fault_server_stdio",
+    }
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
+def test_recording_replays_to_the_recorded_actions(path: Path) -> None:
+    expected = [
+        json.loads(line) for line in path.with_suffix(".actions.jsonl").read_text().splitlines()
+    ]
+    first = [core.encode_action(a) for a in core.replay(str(path))]
+    second = [core.encode_action(a) for a in core.replay(str(path))]
+    assert first == second
+    assert json.loads(json.dumps(first)) == expected
+    replies = [a for a in first if a["action"] == "Reply"]
+    assert replies, "a recording answers its callers"
+
+
+def test_recordings_hold_no_secret() -> None:
+    for path in RECORDINGS:
+        text = path.read_text()
+        header = json.loads(text.splitlines()[0])
+        assert all(arg == "[redacted]" for arg in header["spec"]["args"])
+        assert "TOKEN" not in text and "SECRET" not in text
