@@ -24,31 +24,31 @@ from typing import IO, Any, cast
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from mcp_core._actions import (
+from mcp_core import (
     Action,
-    CloseStdin,
-    Log,
-    ProgressUpdate,
-    Reply,
-    SignalProcess,
-    Spawn,
-    WriteStdin,
-)
-from mcp_core._errors import NotReady
-from mcp_core._events import (
     AwaitReady,
     CallTool,
+    CallToolResult,
     CancelCall,
     Close,
+    CloseStdin,
     Connect,
     Event,
     ListTools,
+    Log,
+    NotReady,
+    ProgressUpdate,
+    Recorder,
+    Reply,
+    SessionMachine,
+    SignalProcess,
+    Spawn,
+    Spec,
+    Status,
     TimerFired,
+    Tool,
+    WriteStdin,
 )
-from mcp_core._machine import SessionMachine
-from mcp_core._models import CallToolResult, Status, Tool
-from mcp_core._replay import Recorder
-from mcp_core._spec import Spec
 
 from ._process import ProcessSlot
 
@@ -96,7 +96,7 @@ class Client:
         record: str | os.PathLike[str] | None = None,
         **fields: Any,
     ) -> None:
-        self._spec = _make_spec(spec, fields)
+        self._spec = Spec.build(spec, **fields)
         self._wait = wait
         self._record = record
         self._machine = SessionMachine(self._spec, era_cache=_ERA_CACHE)
@@ -355,12 +355,3 @@ def _report(callback: ProgressCallback, update: ProgressUpdate) -> None:
         return
     if inspect.iscoroutine(result):
         result.close()  # async callbacks are not awaited; closing avoids a "never awaited" warning
-
-
-def _make_spec(spec: Spec | Mapping[str, Any] | None, fields: Mapping[str, Any]) -> Spec:
-    """The spec with ``fields`` on top; raises ``InvalidSpec`` (redacted) if it is refused."""
-    if isinstance(spec, Spec):
-        if not fields:
-            return spec
-        spec = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
-    return Spec.from_mapping({**(spec or {}), **fields})

@@ -18,18 +18,18 @@ from typing import Literal
 import anyio
 from anyio.abc import Process
 
-from mcp_core._actions import Spawn
-from mcp_core._events import (
+from mcp_core import (
     Event,
     ProcessExited,
     ProcessSpawned,
+    Spawn,
     SpawnFailed,
     StderrReceived,
     StdoutClosed,
     StdoutReceived,
     WriteFailed,
+    inherit_environment,
 )
-from mcp_core._stdio import inherit_environment
 
 __all__ = ["ProcessSlot"]
 

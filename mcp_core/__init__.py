@@ -66,8 +66,10 @@ from ._models import (
 from ._names import parse_tool_name, tool_name
 from ._replay import Recorder, decode_event, encode_action, encode_event, replay, replay_lines
 from ._spec import Spec
+from ._stdio import INHERITED_ENV, inherit_environment
 
 __all__ = [
+    "INHERITED_ENV",
     "LATEST_LEGACY",
     "LEGACY_VERSIONS",
     "MODERN_VERSION",
@@ -125,6 +127,7 @@ __all__ = [
     "decode_event",
     "encode_action",
     "encode_event",
+    "inherit_environment",
     "parse_tool_name",
     "replay",
     "replay_lines",

@@ -210,6 +210,16 @@ class Spec:
         kwargs: dict[str, Any] = dict(mapping)
         return cls(**kwargs)
 
+    @classmethod
+    def build(cls, spec: Spec | Mapping[str, object] | None = None, /, **more: object) -> Spec:
+        """``more`` fields on top of ``spec`` (a ``Spec``, a mapping, or nothing): what
+        ``Client(spec, **fields)`` accepts. Raises ``InvalidSpec`` like ``from_mapping``."""
+        if isinstance(spec, Spec):
+            if not more:
+                return spec
+            spec = spec._user_fields()
+        return cls.from_mapping({**(spec or {}), **more})
+
     @property
     def transport(self) -> Literal["stdio", "http"]:
         """``'stdio'`` for a ``command`` spec, ``'http'`` for a ``url`` spec."""

@@ -18,35 +18,34 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from dataclasses import fields as dataclass_fields
 from functools import partial
 from types import TracebackType
 from typing import IO, Any
 
-from mcp_core._actions import (
-    CloseStdin,
-    Log,
-    ProgressUpdate,
-    Reply,
-    SignalProcess,
-    Spawn,
-    WriteStdin,
-)
-from mcp_core._errors import NotReady
-from mcp_core._events import (
+from mcp_core import (
     AwaitReady,
     CallTool,
+    CallToolResult,
     CancelCall,
     Close,
+    CloseStdin,
     Connect,
     Event,
     ListTools,
+    Log,
+    NotReady,
+    ProgressUpdate,
+    Recorder,
+    Reply,
+    SessionMachine,
+    SignalProcess,
+    Spawn,
+    Spec,
+    Status,
     TimerFired,
+    Tool,
+    WriteStdin,
 )
-from mcp_core._machine import SessionMachine
-from mcp_core._models import CallToolResult, Status, Tool
-from mcp_core._replay import Recorder
-from mcp_core._spec import Spec
 
 from ._process import ProcessSlot
 
@@ -75,15 +74,6 @@ class _Waiter:
     reply: Reply | None = None
 
 
-def _make_spec(spec: Spec | Mapping[str, Any] | None, fields: dict[str, Any]) -> Spec:
-    """``fields`` on top of ``spec``; raises ``InvalidSpec``."""
-    if isinstance(spec, Spec):
-        if not fields:
-            return spec
-        spec = {f.name: getattr(spec, f.name) for f in dataclass_fields(spec)}
-    return Spec.from_mapping({**(spec or {}), **fields})
-
-
 class Client:
     """A client for one MCP server, blocking and safe to use from many threads at once."""
 
@@ -97,7 +87,7 @@ class Client:
         **fields: Any,
     ) -> None:
         """Raises ``InvalidSpec`` for a refused spec; nothing is started."""
-        self._spec = _make_spec(spec, fields)
+        self._spec = Spec.build(spec, **fields)
         self._wait = wait
         self._record_path = record
         self._machine = SessionMachine(self._spec, era_cache=_ERA_CACHE)

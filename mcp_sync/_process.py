@@ -17,18 +17,21 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-from mcp_core._actions import CloseStdin, SignalProcess, Spawn, WriteStdin
-from mcp_core._events import (
+from mcp_core import (
+    CloseStdin,
     Event,
     ProcessExited,
     ProcessSpawned,
+    SignalProcess,
+    Spawn,
     SpawnFailed,
     StderrReceived,
     StdoutClosed,
     StdoutReceived,
     WriteFailed,
+    WriteStdin,
+    inherit_environment,
 )
-from mcp_core._stdio import inherit_environment
 
 __all__ = ["ProcessSlot"]
 

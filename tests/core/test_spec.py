@@ -287,3 +287,16 @@ def test_redact_mapping(mapping: dict[str, Any], redacted: dict[str, Any]) -> No
 )
 def test_default_concurrency(mapping: dict[str, Any], era: str | None, expected: str) -> None:
     assert Spec.from_mapping(mapping).default_concurrency(era) == expected
+
+
+def test_build_layers_fields_on_a_spec_or_a_mapping() -> None:
+    base = Spec(name="a", command="srv", env={"K": "v"}, call_timeout=5)
+    assert Spec.build(base) is base
+    changed = Spec.build(base, call_timeout=9)
+    assert (changed.call_timeout, changed.env, changed.command) == (9, {"K": "v"}, "srv")
+    assert Spec.build({"name": "b"}, command="x").command == "x"
+    assert Spec.build(None, name="c", command="y").name == "c"
+    with pytest.raises(InvalidSpec) as info:
+        Spec.build(base, url="http://h/")
+    assert "both" in str(info.value) and "call_timeout" in str(info.value)
+    assert "max_backoff" not in str(info.value)  # only the fields the user set are shown
