@@ -76,6 +76,7 @@ from ._errors import (
     JsonRpcError,
     McpError,
     MessageTooLarge,
+    NoHttpClient,
     NotReady,
     RequestTimeout,
     ServerExited,
@@ -184,6 +185,12 @@ class SessionMachine:
     """
 
     def __init__(self, spec: Spec, *, era_cache: MutableMapping[str, str] | None = None) -> None:
+        """Raises ``NoHttpClient`` for a ``url`` spec: this machine speaks stdio only."""
+        if spec.transport != "stdio":
+            raise NoHttpClient(
+                f"{spec.name!r} is a url spec, and this version of the client has no HTTP "
+                "transport yet; run the server over stdio (command=...) for now"
+            )
         self.spec = spec
         self._era_cache: MutableMapping[str, str] = {} if era_cache is None else era_cache
         self._era_key = json.dumps([spec.command, *spec.args])

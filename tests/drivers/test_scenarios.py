@@ -276,6 +276,18 @@ async def test_stop_escalates_to_sigkill(driver: str) -> None:
     assert children_of(os.getpid()) == []
 
 
+async def test_pooled_runs_pool_size_processes(driver: str) -> None:
+    async with client(driver, fault_server_argv(), concurrency="pooled", pool_size=2) as c:
+        await c.await_ready(10)
+        results = await gather(
+            lambda: c.call_tool("slow_progress", {"steps": 1, "delay": 0.1}),
+            lambda: c.call_tool("slow_progress", {"steps": 1, "delay": 0.1}),
+        )
+        assert all(isinstance(r, core.CallToolResult) for r in results)
+        wait_until(lambda: len(children_of(os.getpid(), include_zombies=False)) == 2, 10)
+        assert c.status().concurrency == "pooled"
+
+
 async def test_wait_false_and_await_ready(driver: str) -> None:
     async with client(driver, fault_server_argv(), wait=False) as c:
         status = await c.await_ready(10)
@@ -291,6 +303,9 @@ async def test_invalid_spec_starts_nothing(driver: str) -> None:
     with pytest.raises(core.InvalidSpec) as info:
         Facade(driver, command="x", url="http://h/", headers={"A": "s3cr3t"})
     assert "s3cr3t" not in str(info.value)
+    with pytest.raises(core.NoHttpClient):
+        Facade(driver, url="http://127.0.0.1:1/mcp", headers={"Authorization": "s3cr3t"})
+    assert children_of(os.getpid()) == []
 
 
 async def test_recording_replays_to_identical_actions(driver: str, tmp_path: Path) -> None:
