@@ -15,6 +15,7 @@ import itertools
 import logging
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
@@ -130,6 +131,7 @@ class Client:
             return
         if self._phase == "stopped":
             raise NotReady("closed")
+        _protect_background_tasks()
         stack = AsyncExitStack()
         try:
             if self._record is not None:
@@ -345,6 +347,33 @@ class Client:
             delay = math.inf if deadline is None else deadline - _now()
             with anyio.move_on_after(delay):
                 await changed.wait()
+
+
+def _protect_background_tasks() -> None:
+    """On trio, mark the driver's background tasks KI-protected.
+
+    Trio raises KeyboardInterrupt in whatever unprotected code runs when Ctrl-C arrives; inside
+    one of our reader or timer tasks it would tear the driver down mid-bookkeeping and leave
+    the caller's task with an exception group. Protected, the interrupt reaches the caller's
+    own task instead, whose ``async with`` then stops the server. Trio keys protection on the
+    code object, so marking once is enough. asyncio turns SIGINT into cancelling the main
+    task and needs nothing. trio is never imported here unless it is already running.
+    """
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return  # trio is imported but we are on asyncio
+    for function in (
+        Client._host,
+        Client._run_timer,
+        Client._run_slot,
+        ProcessSlot.run,
+        *ProcessSlot.background_functions(),
+    ):
+        trio.lowlevel.enable_ki_protection(function)
 
 
 def _report(callback: ProgressCallback, update: ProgressUpdate) -> None:

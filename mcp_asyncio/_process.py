@@ -112,6 +112,11 @@ class ProcessSlot:
                     self.kill()
                     await process.aclose()
 
+    @classmethod
+    def background_functions(cls) -> tuple[Callable[..., object], ...]:
+        """The coroutine functions that run as background tasks (see ``_client``'s KI note)."""
+        return (cls._spawn, cls._write_stdin, cls._read_stdout, cls._read_stderr)
+
     async def _spawn(self, spawn: Spawn) -> Process | None:
         env = inherit_environment(os.environ, spawn.inherit) | dict(spawn.env)
         try:
