@@ -378,11 +378,12 @@ class SessionMachine:
             self._reply(work.ticket, error=stopped)
         self._answer_waiters(stopped)
         for slot in self._slots:
-            slot.retry_at = None
+            slot.retry_at = slot.probe_deadline = slot.connect_deadline = None
+            slot.requests.clear()  # a late handshake answer must not start a new step
+            if slot.phase != "spawning":
+                slot.phase = "idle"  # no handshake step may write to a process being stopped
             if slot.alive:
                 self._begin_stop(slot)
-            elif slot.phase != "spawning":
-                slot.phase = "idle"
         self._check_closed()
 
     # --- process events ------------------------------------------------------------------
