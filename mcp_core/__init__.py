@@ -6,6 +6,7 @@ the actions it returns, and re-arm one timer to ``next_deadline()``.
 """
 
 from ._actions import (
+    AbortHttp,
     Action,
     CloseStdin,
     Log,
@@ -13,6 +14,7 @@ from ._actions import (
     Reply,
     SignalProcess,
     Spawn,
+    StartHttp,
     WriteStdin,
 )
 from ._eras import LATEST_LEGACY, LEGACY_VERSIONS, MODERN_VERSION
@@ -41,6 +43,10 @@ from ._events import (
     Close,
     Connect,
     Event,
+    HttpBodyReceived,
+    HttpFailed,
+    HttpResponseEnded,
+    HttpResponseStarted,
     ListTools,
     ProcessExited,
     ProcessSpawned,
@@ -73,6 +79,7 @@ __all__ = [
     "LATEST_LEGACY",
     "LEGACY_VERSIONS",
     "MODERN_VERSION",
+    "AbortHttp",
     "Action",
     "AudioContent",
     "AwaitReady",
@@ -86,7 +93,11 @@ __all__ = [
     "ConnectFailed",
     "EmbeddedResource",
     "Event",
+    "HttpBodyReceived",
     "HttpError",
+    "HttpFailed",
+    "HttpResponseEnded",
+    "HttpResponseStarted",
     "ImageContent",
     "InitializationFailed",
     "InvalidResponse",
@@ -112,6 +123,7 @@ __all__ = [
     "Spawn",
     "SpawnFailed",
     "Spec",
+    "StartHttp",
     "Status",
     "StderrReceived",
     "StdoutClosed",

@@ -14,6 +14,7 @@ from typing import Literal
 from ._errors import McpError
 
 __all__ = [
+    "AbortHttp",
     "Action",
     "CloseStdin",
     "Log",
@@ -21,6 +22,7 @@ __all__ = [
     "Reply",
     "SignalProcess",
     "Spawn",
+    "StartHttp",
     "WriteStdin",
 ]
 
@@ -100,3 +102,29 @@ class Log(Action):
     level: str
     logger: str
     message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StartHttp(Action):
+    """Send one HTTP request and stream its response back as ``HttpResponseStarted``, then
+    ``HttpBodyReceived`` chunks, then ``HttpResponseEnded`` (or ``HttpFailed`` at any point).
+
+    ``stream`` names this request in those events. The driver sends exactly ``headers`` (plus
+    Host and framing headers), follows no redirect, verifies TLS, and reuses pooled keep-alive
+    connections. It applies no timeout of its own: the machine's deadlines decide, and end a
+    request with ``AbortHttp``.
+    """
+
+    stream: int
+    method: Literal["GET", "POST", "DELETE"]
+    url: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AbortHttp(Action):
+    """Stop reading ``stream`` and close its connection (a cancel, in the 2026-07-28 era).
+    Feed nothing more for it."""
+
+    stream: int

@@ -22,6 +22,10 @@ __all__ = [
     "Close",
     "Connect",
     "Event",
+    "HttpBodyReceived",
+    "HttpFailed",
+    "HttpResponseEnded",
+    "HttpResponseStarted",
     "ListTools",
     "ProcessExited",
     "ProcessSpawned",
@@ -173,3 +177,40 @@ class WriteFailed(Event):
 class TimerFired(Event):
     """The driver's single timer went off. Feed it when ``now >= machine.next_deadline()``;
     a timer that fires late or for nothing is a no-op (STYLE 5)."""
+
+
+# --- transport events (HTTP) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpResponseStarted(Event):
+    """The response head of ``StartHttp(stream)`` arrived. ``headers`` keep the server's order
+    and spelling (names are compared case-insensitively by the machine)."""
+
+    stream: int
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpBodyReceived(Event):
+    """A chunk of the response body of ``stream``, split anywhere."""
+
+    stream: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpResponseEnded(Event):
+    """The response body of ``stream`` ended cleanly."""
+
+    stream: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpFailed(Event):
+    """``stream`` failed: connection refused or reset, TLS error, or the body broke off.
+    ``reason`` is short and holds no header value. Not fed after ``AbortHttp(stream)``."""
+
+    stream: int
+    reason: str

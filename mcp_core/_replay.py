@@ -97,7 +97,11 @@ def _from_json(hint: Any, value: object) -> object:
     An event with a field of another shape (``bytes | None``, a tuple of bytes) needs a
     branch here; the round-trip test over every event class fails until it has one.
     """
-    return _decode_bytes(value) if hint is bytes else value
+    if hint is bytes:
+        return _decode_bytes(value)
+    if hint == tuple[tuple[str, str], ...] and isinstance(value, list):
+        return tuple(tuple(pair) for pair in value)  # HTTP header pairs
+    return value
 
 
 def _decode_bytes(value: object) -> bytes:
@@ -130,8 +134,22 @@ def encode_event(event: Event) -> dict[str, object]:
     """``{"event": ClassName, "now": ..., <fields>...}`` for one event."""
     out: dict[str, object] = {"event": type(event).__name__}
     for f in dataclasses.fields(event):
-        out[f.name] = _to_json(getattr(event, f.name))
+        value = getattr(event, f.name)
+        if f.name == "headers":
+            value = _redact_header_pairs(value)
+        out[f.name] = _to_json(value)
     return out
+
+
+# Header values that are credentials or session handles: a recording keeps their names only
+# (2025-11-25 transports: the client "MUST handle" the session id "securely").
+_SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "mcp-session-id"}
+)
+
+
+def _redact_header_pairs(pairs: tuple[tuple[str, str], ...]) -> list[list[str]]:
+    return [[name, REDACTED if name.lower() in _SECRET_HEADERS else value] for name, value in pairs]
 
 
 def decode_event(data: Mapping[str, object]) -> Event:

@@ -49,6 +49,12 @@ EVENTS: list[core.Event] = [
     core.ProcessExited(now=0.4, slot=0, returncode=None),
     core.WriteFailed(now=0.5, slot=0, reason="Broken pipe"),
     core.TimerFired(now=1e9 + 0.1),
+    core.HttpResponseStarted(
+        now=2.0, stream=3, status=200, headers=(("Content-Type", "text/event-stream"),)
+    ),
+    core.HttpBodyReceived(now=2.1, stream=3, data=b"data: {}\n\n"),
+    core.HttpResponseEnded(now=2.2, stream=3),
+    core.HttpFailed(now=2.3, stream=4, reason="connection refused"),
 ]
 
 
@@ -347,3 +353,20 @@ def test_replay_gives_the_same_actions_as_the_live_session(tmp_path: Path) -> No
     replayed = replay(str(path))
     assert [encode_action(a) for a in replayed] == [encode_action(a) for a in live]
     assert any(isinstance(a, core.Spawn) for a in replayed)
+
+
+def test_secret_response_headers_are_not_recorded() -> None:
+    event = core.HttpResponseStarted(
+        now=1.0,
+        stream=1,
+        status=200,
+        headers=(("Mcp-Session-Id", "s3cr3t-session"), ("Content-Type", "application/json")),
+    )
+    encoded = core.encode_event(event)
+    assert "s3cr3t" not in json.dumps(encoded)
+    assert core.decode_event(encoded) == core.HttpResponseStarted(
+        now=1.0,
+        stream=1,
+        status=200,
+        headers=(("Mcp-Session-Id", "[redacted]"), ("Content-Type", "application/json")),
+    )
