@@ -76,7 +76,9 @@ class NotReady(McpError):
 class ConnectFailed(McpError):
     """The last connect or handshake failed; ``reason`` says why."""
 
-    def __init__(self, reason: str, *, permanent: bool = False) -> None:
+    def __init__(
+        self, reason: str, *, permanent: bool = False, http_error: HttpError | None = None
+    ) -> None:
         suffix = (
             "; this will not be retried: fix the spec and create a new client"
             if permanent
@@ -85,6 +87,7 @@ class ConnectFailed(McpError):
         super().__init__(f"could not connect: {reason}{suffix}")
         self.reason = reason
         self.permanent = permanent
+        self.http_error = http_error  # the HTTP answer that refused the connect, if any
 
 
 class InitializationFailed(McpError):

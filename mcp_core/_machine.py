@@ -46,10 +46,11 @@ import json
 from collections import deque
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from . import _jsonrpc as rpc
 from ._actions import (
+    AbortHttp,
     Action,
     CloseStdin,
     Log,
@@ -57,6 +58,7 @@ from ._actions import (
     Reply,
     SignalProcess,
     Spawn,
+    StartHttp,
     WriteStdin,
 )
 from ._eras import (
@@ -76,10 +78,10 @@ from ._errors import (
     JsonRpcError,
     McpError,
     MessageTooLarge,
-    NoHttpClient,
     NotReady,
     RequestTimeout,
     ServerExited,
+    SessionRejected,
     UnsupportedVersion,
 )
 from ._events import (
@@ -89,6 +91,10 @@ from ._events import (
     Close,
     Connect,
     Event,
+    HttpBodyReceived,
+    HttpFailed,
+    HttpResponseEnded,
+    HttpResponseStarted,
     ListTools,
     ProcessExited,
     ProcessSpawned,
@@ -100,9 +106,18 @@ from ._events import (
     WriteFailed,
 )
 from ._framing import LineDecoder, Message, NotJson, Oversized, encode_message
+from ._http import (
+    content_type,
+    find_header,
+    http_error,
+    parse_json_body,
+    parse_retry_after,
+    request_headers,
+)
 from ._jitter import Jitter, backoff_delay
 from ._models import CallToolResult, Status, Tool
 from ._spec import Spec
+from ._sse import SseDecoder, SseFrame, SseTooLarge
 from ._stdio import INHERITED_ENV, StderrRing
 
 __all__ = ["SessionMachine"]
@@ -152,6 +167,30 @@ class _Work:
 
 
 @dataclass(slots=True, eq=False)
+class _Stream:
+    """One HTTP request of a slot and what its answer has shown so far."""
+
+    kind: str  # "post" | "get" | "delete"
+    request_id: int | None  # the JSON-RPC request this POST (or resuming GET) answers
+    carried_session: bool
+    status: int = 0
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytearray | None = None  # a JSON (or error) answer, collected whole, capped
+    sse: SseDecoder | None = None
+    resumes: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class _Resume:
+    """A dropped SSE answer to resume with GET + Last-Event-ID once ``at`` has come."""
+
+    at: float
+    request_id: int
+    last_event_id: str
+    attempt: int
+
+
+@dataclass(slots=True, eq=False)
 class _Slot:
     """One connection: a server process and the requests in flight on it."""
 
@@ -171,6 +210,12 @@ class _Slot:
     # Why the process is being stopped; the retry is armed when it is gone.
     failure: McpError | None = None
     failure_permanent: bool = False
+    retry_after: float | None = None  # a server's Retry-After, honoured by the next retry
+    reinitializing: bool = False  # HTTP: a new session replaces one the server forgot
+    # HTTP only: the session the server assigned, and the streams open for this slot.
+    session_id: str | None = None
+    streams: dict[int, _Stream] = field(default_factory=dict)
+    resumes: list[_Resume] = field(default_factory=list)
 
     def caller_work(self) -> int:
         return sum(1 for w in self.requests.values() if isinstance(w, _Work))
@@ -185,18 +230,18 @@ class SessionMachine:
     """
 
     def __init__(self, spec: Spec, *, era_cache: MutableMapping[str, str] | None = None) -> None:
-        """Raises ``NoHttpClient`` for a ``url`` spec: this machine speaks stdio only."""
-        if spec.transport != "stdio":
-            raise NoHttpClient(
-                f"{spec.name!r} is a url spec, and this version of the client has no HTTP "
-                "transport yet; run the server over stdio (command=...) for now"
-            )
         self.spec = spec
+        self._http = spec.transport == "http"
         self._era_cache: MutableMapping[str, str] = {} if era_cache is None else era_cache
-        self._era_key = json.dumps([spec.command, *spec.args])
-        self.concurrency = spec.default_concurrency(None)
-        pooled = self.concurrency == "pooled"
-        self.in_flight_cap = 1 if self.concurrency in ("serialized", "pooled") else spec.pool_size
+        # SPEC §5: the verdict is cached per server: its command line, or its origin + path.
+        self._era_key = json.dumps(
+            ["http", (spec.url or "").split("?")[0].split("#")[0]]
+            if self._http
+            else [spec.command, *spec.args]
+        )
+        pooled = spec.concurrency == "pooled"
+        self._stream_slots: dict[int, _Slot] = {}  # HTTP stream -> its slot
+        self._next_stream = 0
         self._slots = [
             _Slot(index=i, decoder=LineDecoder(spec.max_message_bytes))
             for i in range(spec.pool_size if pooled else 1)
@@ -231,6 +276,10 @@ class SessionMachine:
             StderrReceived: self._on_stderr,
             ProcessExited: self._on_exited,
             WriteFailed: self._on_write_failed,
+            HttpResponseStarted: self._on_http_head,
+            HttpBodyReceived: self._on_http_body,
+            HttpResponseEnded: self._on_http_end,
+            HttpFailed: self._on_http_failed,
             TimerFired: self._on_timer,
         }
 
@@ -251,6 +300,7 @@ class SessionMachine:
             for t in (slot.retry_at, slot.probe_deadline, slot.stop_deadline):
                 if t is not None:
                     times.append(t)
+            times.extend(resume.at for resume in slot.resumes)
             if slot.phase in ("probing", "initializing") and slot.connect_deadline is not None:
                 times.append(slot.connect_deadline)
         return min(times) if times else None
@@ -270,6 +320,18 @@ class SessionMachine:
         return "closed"
 
     @property
+    def concurrency(self) -> str:
+        """The in-flight policy in force: the spec's, else the transport's and era's default
+        (SPEC §6: stdio and modern HTTP stateless, legacy HTTP serialized)."""
+        ready = next((s.handshake for s in self._slots if s.handshake is not None), None)
+        return self.spec.default_concurrency(ready.era if ready else None)
+
+    @property
+    def in_flight_cap(self) -> int:
+        """Requests one slot may have in flight at once."""
+        return self.spec.pool_size if self.concurrency == "stateless" else 1
+
+    @property
     def in_flight(self) -> int:
         return sum(slot.caller_work() for slot in self._slots)
 
@@ -286,7 +348,7 @@ class SessionMachine:
             state=self.state,
             era=ready.era if ready else None,
             protocol_version=ready.protocol_version if ready else None,
-            transport="stdio",
+            transport=self.spec.transport,
             concurrency=self.concurrency,
             in_flight=self.in_flight,
             queued=self.queued,
@@ -380,9 +442,12 @@ class SessionMachine:
         for slot in self._slots:
             slot.retry_at = slot.probe_deadline = slot.connect_deadline = None
             slot.requests.clear()  # a late handshake answer must not start a new step
+            slot.resumes.clear()
             if slot.phase != "spawning":
                 slot.phase = "idle"  # no handshake step may write to a process being stopped
-            if slot.alive:
+            if self._http:
+                self._close_http(slot)
+            elif slot.alive:
                 self._begin_stop(slot)
         self._check_closed()
 
@@ -395,6 +460,11 @@ class SessionMachine:
             slot.phase = "idle"
             self._begin_stop(slot)
             return
+        self._open(slot)
+
+    def _open(self, slot: _Slot) -> None:
+        """The transport is up (process running, or an HTTP endpoint to talk to): start the
+        handshake the era needs."""
         era = self.spec.era if self.spec.era != "auto" else self._era_cache.get(self._era_key)
         if era == "modern":
             self._ready(slot, Handshake("modern", MODERN_VERSION, None, {}))
@@ -403,7 +473,8 @@ class SessionMachine:
         else:
             # 2026-07-28 transports/stdio §Backward Compatibility: a dual-era client "SHOULD
             # probe with server/discover" before any other request; no answer within a short
-            # timeout means a legacy server.
+            # timeout means a legacy server. Over HTTP the answer's status and body decide
+            # (streamable-http §Backward Compatibility).
             slot.phase = "probing"
             slot.probe_deadline = self._now + self.spec.probe_timeout
             self._send_request(slot, _DISCOVER, discover_params(), _DISCOVER)
@@ -508,6 +579,10 @@ class SessionMachine:
             )
         if slot.retry_at is not None and slot.retry_at <= now:
             self._spawn(slot)
+        for resume in [r for r in slot.resumes if r.at <= now]:
+            slot.resumes.remove(resume)
+            if resume.request_id in slot.requests:
+                self._resume(slot, resume)
 
     # --- messages from the server --------------------------------------------------------
 
@@ -619,8 +694,11 @@ class SessionMachine:
             self._fail_slot(slot, ConnectFailed(exc.message))
             return
         self._era_cache[self._era_key] = "legacy"
+        slot.handshake = handshake  # so the notification carries MCP-Protocol-Version
         self._write(slot, rpc.notification("notifications/initialized"))
         self._ready(slot, handshake)
+        if self._http and slot.session_id is not None:
+            self._listen(slot)
 
     def _on_work_answer(self, slot: _Slot, work: _Work, response: rpc.Response) -> None:
         if response.error is not None:
@@ -689,8 +767,8 @@ class SessionMachine:
             return NotReady("closed")
         if self._permanent is not None:
             return self._permanent
-        if self.state == "ready":
-            return None
+        if self.state == "ready" or any(s.reinitializing for s in self._slots):
+            return None  # work that arrives while a session is re-established waits for it
         return self._connect_error or NotReady(self.state)
 
     def _not_ready(self) -> NotReady:
@@ -769,6 +847,12 @@ class SessionMachine:
         # answers its work first. Legacy basic/utilities/cancellation; 2026-07-28 stdio:
         # cancellation "MUST be" notifications/cancelled, only for a request actually issued.
         del slot.requests[work.request_id]
+        stream = self._stream_of(slot, work.request_id)
+        if stream is not None:
+            # HTTP: stop reading the answer. 2026-07-28: closing the stream IS the cancel.
+            self._abort(stream)
+        if self._http and self._modern(slot):
+            return
         self._write(
             slot,
             rpc.notification(
@@ -802,6 +886,10 @@ class SessionMachine:
         slot.decoder = LineDecoder(self.spec.max_message_bytes)
         slot.stderr.clear()
         slot.connect_deadline = self._now + self.spec.init_timeout
+        if self._http:
+            slot.session_id = None
+            self._open(slot)
+            return
         assert self.spec.command is not None
         self._out.append(
             Spawn(
@@ -819,6 +907,7 @@ class SessionMachine:
 
     def _ready(self, slot: _Slot, handshake: Handshake) -> None:
         slot.phase = "ready"
+        slot.reinitializing = False
         slot.handshake = handshake
         slot.attempt = 0  # SPEC §7: the backoff resets only when a session reaches ready
         slot.connect_deadline = slot.probe_deadline = None
@@ -832,8 +921,9 @@ class SessionMachine:
     def _fail_slot(self, slot: _Slot, error: McpError, *, permanent: bool = False) -> None:
         """The slot's connection failed: answer what it affects, stop its process, and arm
         the retry once the process is gone (nothing is armed for a permanent failure)."""
-        was_ready = slot.phase == "ready"
+        was_ready = slot.phase == "ready" or slot.reinitializing
         slot.phase = "idle"
+        slot.reinitializing = False
         slot.handshake = None
         slot.probe_deadline = slot.connect_deadline = None
         self._last_error = error
@@ -857,6 +947,10 @@ class SessionMachine:
                 # SPEC §7: each failed attempt answers the current await_ready callers.
                 self._answer_waiters(connect_error)
         slot.failure, slot.failure_permanent = error, permanent
+        if self._http:
+            self._abort_streams(slot)
+            slot.session_id = None
+            slot.resumes.clear()
         if slot.alive:
             self._begin_stop(slot)
         else:
@@ -867,9 +961,12 @@ class SessionMachine:
         slot.failure, slot.failure_permanent = None, False
         if permanent or self._closing:
             return
-        slot.retry_at = self._now + backoff_delay(
+        delay = backoff_delay(
             slot.attempt, self.spec.reconnect, self.spec.max_backoff, self._jitter
         )
+        # A server's Retry-After (429/503) wins when it asks for longer than our backoff.
+        slot.retry_at = self._now + max(delay, slot.retry_after or 0.0)
+        slot.retry_after = None
         slot.attempt += 1
 
     def _begin_stop(self, slot: _Slot) -> None:
@@ -879,6 +976,11 @@ class SessionMachine:
         self._out.append(CloseStdin(slot=slot.index))
 
     def _escalate_stop(self, slot: _Slot) -> None:
+        if self._http:
+            # The DELETE of the session got no answer in time: stop waiting for it.
+            self._abort_streams(slot)
+            self._http_gone(slot)
+            return
         slot.stop_deadline = self._now + self.spec.shutdown_grace
         if slot.stop_stage == _STOP_STDIN:
             slot.stop_stage = _STOP_TERM
@@ -901,6 +1003,305 @@ class SessionMachine:
     def _all_gone(self) -> bool:
         return not any(slot.alive or slot.phase == "spawning" for slot in self._slots)
 
+    # --- HTTP ------------------------------------------------------------------------------
+
+    def _modern(self, slot: _Slot) -> bool:
+        return slot.handshake is not None and slot.handshake.era == "modern"
+
+    def _start_stream(
+        self,
+        slot: _Slot,
+        stream: _Stream,
+        method: Literal["GET", "POST", "DELETE"],
+        headers: tuple[tuple[str, str], ...],
+        body: bytes | None = None,
+    ) -> None:
+        self._next_stream += 1
+        slot.streams[self._next_stream] = stream
+        self._stream_slots[self._next_stream] = slot
+        assert self.spec.url is not None
+        self._out.append(
+            StartHttp(
+                stream=self._next_stream,
+                method=method,
+                url=self.spec.url,
+                headers=headers,
+                body=body,
+            )
+        )
+
+    def _headers(
+        self, slot: _Slot, method: str, message: Mapping[str, Any] | None
+    ) -> tuple[tuple[str, str], ...]:
+        probe = message is not None and message.get("method") == _DISCOVER
+        handshake = message is not None and message.get("method") == _INITIALIZE
+        modern = probe or self._modern(slot)
+        if modern:
+            version: str | None = MODERN_VERSION
+        elif handshake or slot.handshake is None:
+            version = None  # "not on the initialize POST itself" (2025-06-18 transports)
+        else:
+            version = slot.handshake.protocol_version
+        return request_headers(
+            user_headers=self.spec.headers,
+            method=method,
+            body=message,
+            session_id=None if handshake or modern else slot.session_id,
+            protocol_version=version,
+            modern=modern,
+        )
+
+    def _post(self, slot: _Slot, message: Mapping[str, Any], request_id: int | None) -> None:
+        """Legacy and modern Streamable HTTP: every message is its own POST."""
+        headers = self._headers(slot, "POST", message)
+        stream = _Stream(
+            kind="post",
+            request_id=request_id,
+            carried_session=find_header(headers, "mcp-session-id") is not None,
+        )
+        self._start_stream(slot, stream, "POST", headers, encode_message(message)[:-1])
+
+    def _listen(self, slot: _Slot) -> None:
+        """2025-03-26+ transports §Listening: the optional GET stream for server messages
+        (405 means the server offers none)."""
+        self._start_stream(
+            slot,
+            _Stream(kind="get", request_id=None, carried_session=True),
+            "GET",
+            self._headers(slot, "GET", None),
+        )
+
+    def _resume(self, slot: _Slot, resume: _Resume) -> None:
+        """2025-11-25 transports §Resumability: resumption is "always via GET +
+        Last-Event-ID", even for a stream that a POST opened."""
+        headers = (*self._headers(slot, "GET", None), ("Last-Event-ID", resume.last_event_id))
+        stream = _Stream(
+            kind="get", request_id=resume.request_id, carried_session=True, resumes=resume.attempt
+        )
+        self._start_stream(slot, stream, "GET", headers)
+
+    def _stream_of(self, slot: _Slot, request_id: int) -> int | None:
+        for stream_id, stream in slot.streams.items():
+            if stream.request_id == request_id:
+                return stream_id
+        return None
+
+    def _abort(self, stream_id: int) -> None:
+        slot = self._stream_slots.pop(stream_id)
+        del slot.streams[stream_id]
+        self._out.append(AbortHttp(stream=stream_id))
+
+    def _abort_streams(self, slot: _Slot) -> None:
+        for stream_id in list(slot.streams):
+            self._abort(stream_id)
+
+    def _close_http(self, slot: _Slot) -> None:
+        """Stop: abort every stream, then (legacy, with a session) DELETE the session, as the
+        client "SHOULD" (2025-03-26+ transports §Session Management); wait for it at most
+        ``shutdown_grace``."""
+        self._abort_streams(slot)
+        if slot.session_id is None or self._modern(slot):
+            return
+        headers = self._headers(slot, "DELETE", None)
+        slot.session_id = None
+        slot.alive = True  # until the DELETE is answered
+        slot.stop_deadline = self._now + self.spec.shutdown_grace
+        self._start_stream(
+            slot, _Stream(kind="delete", request_id=None, carried_session=True), "DELETE", headers
+        )
+
+    def _http_gone(self, slot: _Slot) -> None:
+        slot.alive = False
+        slot.stop_deadline = None
+        self._check_closed()
+
+    def _take_stream(self, stream_id: int) -> tuple[_Slot, _Stream] | None:
+        """The slot and stream of an event, or None for a stream already aborted."""
+        slot = self._stream_slots.get(stream_id)
+        return None if slot is None else (slot, slot.streams[stream_id])
+
+    def _on_http_head(self, event: HttpResponseStarted) -> None:
+        found = self._take_stream(event.stream)
+        if found is None:
+            return
+        slot, stream = found
+        stream.status, stream.headers = event.status, event.headers
+        ok = 200 <= event.status < 300
+        owner = slot.requests.get(stream.request_id) if stream.request_id is not None else None
+        if ok and owner == _INITIALIZE:
+            # "A server MAY assign a session ID ... on the HTTP response containing the
+            # InitializeResult"; the client "MUST" echo it afterwards.
+            slot.session_id = find_header(event.headers, "mcp-session-id")
+        if ok and content_type(event.headers) == "text/event-stream":
+            stream.sse = SseDecoder(self.spec.max_message_bytes)
+        else:
+            stream.body = bytearray()
+
+    def _on_http_body(self, event: HttpBodyReceived) -> None:
+        found = self._take_stream(event.stream)
+        if found is None:
+            return
+        slot, stream = found
+        if stream.sse is not None:
+            self._on_sse_frames(slot, event.stream, stream.sse.feed(event.data))
+        else:
+            assert stream.body is not None, "body before the response head"
+            stream.body += event.data
+            if len(stream.body) > self.spec.max_message_bytes:
+                self._http_too_large(slot, event.stream, len(stream.body))
+
+    def _on_sse_frames(self, slot: _Slot, stream_id: int, frames: list[SseFrame]) -> None:
+        for frame in frames:
+            if isinstance(frame, SseTooLarge):
+                self._http_too_large(slot, stream_id, frame.size)
+                return
+            if frame.event != "message":
+                continue  # priming and unknown event types carry no JSON-RPC message
+            payload = parse_json_body(frame.data.encode("utf-8"))
+            self._on_payload(slot, payload, "an SSE event")
+
+    def _on_payload(self, slot: _Slot, payload: object, where: str) -> None:
+        if isinstance(payload, dict | list):
+            items = payload if isinstance(payload, list) else [payload]
+            for item in items:
+                self._on_message(slot, rpc.classify(item))
+        else:
+            self._log("WARNING", f"skipped {where} that is not a JSON-RPC message")
+
+    def _http_too_large(self, slot: _Slot, stream_id: int, size: int) -> None:
+        request_id = slot.streams[stream_id].request_id
+        self._abort(stream_id)
+        error = MessageTooLarge(size, self.spec.max_message_bytes)
+        if request_id is not None and request_id in slot.requests:
+            self._lose_request(slot, slot.requests.pop(request_id), error)
+
+    def _on_http_end(self, event: HttpResponseEnded) -> None:
+        found = self._take_stream(event.stream)
+        if found is None:
+            return
+        slot, stream = found
+        del self._stream_slots[event.stream], slot.streams[event.stream]
+        if stream.kind == "delete":
+            self._http_gone(slot)
+        elif stream.sse is not None:
+            self._on_sse_frames(slot, event.stream, stream.sse.close())
+            self._unanswered(slot, stream, "the SSE stream ended")
+        elif 200 <= stream.status < 300:
+            body = bytes(stream.body or b"")
+            if body.strip() and stream.request_id is not None:
+                self._on_payload(slot, parse_json_body(body), "an HTTP body")
+            self._unanswered(slot, stream, f"HTTP {stream.status} came with no answer")
+        else:
+            self._on_http_status(slot, stream, bytes(stream.body or b""))
+
+    def _on_http_failed(self, event: HttpFailed) -> None:
+        found = self._take_stream(event.stream)
+        if found is None:
+            return
+        slot, stream = found
+        del self._stream_slots[event.stream], slot.streams[event.stream]
+        if stream.kind == "delete":
+            self._http_gone(slot)
+        else:
+            self._unanswered(slot, stream, f"the HTTP request failed: {event.reason}")
+
+    def _unanswered(self, slot: _Slot, stream: _Stream, what: str) -> None:
+        """A response is over; if its request is still unanswered, resume or fail it."""
+        request_id = stream.request_id
+        if request_id is None or request_id not in slot.requests:
+            return
+        sse = stream.sse
+        if sse is not None and sse.last_event_id and not self._modern(slot) and stream.resumes < 3:
+            # "the client MUST honor the retry field" before reconnecting (2025-11-25).
+            delay = (sse.retry or 0) / 1000
+            slot.resumes.append(
+                _Resume(self._now + delay, request_id, sse.last_event_id, stream.resumes + 1)
+            )
+            return
+        owner = slot.requests.pop(request_id)
+        method = owner.method if isinstance(owner, _Work) else owner
+        self._lose_request(slot, owner, InvalidResponse(method, f"{what} before the answer"))
+
+    def _lose_request(self, slot: _Slot, owner: _Work | str, error: McpError) -> None:
+        """A request (already taken out of ``slot.requests``) will never be answered."""
+        if isinstance(owner, _Work):
+            self._finish(owner, error=error)
+        elif owner == _DISCOVER:
+            # No usable answer to the probe: a legacy server ("anything else").
+            slot.probe_deadline = None
+            self._send_initialize(slot)
+        else:
+            self._fail_slot(slot, ConnectFailed(error.message))
+
+    def _on_http_status(self, slot: _Slot, stream: _Stream, body: bytes) -> None:
+        """A non-2xx answer: what it means depends on the status, the era and the request."""
+        status = stream.status
+        owner = slot.requests.get(stream.request_id) if stream.request_id is not None else None
+        if owner is None or stream.request_id is None:
+            level = "DEBUG" if stream.kind == "get" else "WARNING"
+            self._log(level, f"HTTP {status} to a {stream.kind.upper()} with no pending request")
+            return
+        request_id = stream.request_id
+        error = http_error(status, stream.headers)
+        handshake = not isinstance(owner, _Work)
+        if status in (401, 403):
+            del slot.requests[request_id]
+            if handshake:
+                # SPEC §7: credentials were resolved once; retrying presents them again.
+                failed = ConnectFailed(
+                    f"the server answered HTTP {status} (check the credentials in headers)",
+                    permanent=True,
+                    http_error=error,
+                )
+                self._fail_slot(slot, failed, permanent=True)
+            else:
+                self._lose_request(slot, owner, error)
+            return
+        if status == 404 and stream.carried_session:
+            # "On 404 for a request that carried a session id, the client MUST start a new
+            # session with a fresh InitializeRequest" (2025-03-26+ transports).
+            del slot.requests[request_id]
+            self._reinitialize(slot)
+            self._lose_request(
+                slot,
+                owner,
+                SessionRejected(
+                    "the server no longer knows this session (HTTP 404); the client opened a "
+                    "new one: retry the call"
+                ),
+            )
+            return
+        payload = parse_json_body(body)
+        if (
+            isinstance(payload, dict)
+            and isinstance(payload.get("error"), dict)
+            and payload.get("id") in (None, request_id)
+        ):
+            # Modern errors come as 4xx with a JSON-RPC error body (2026-07-28 §Errors).
+            self._on_response(slot, rpc.Response(request_id, None, payload["error"]))
+            return
+        del slot.requests[request_id]
+        if handshake and (status == 429 or status >= 500):
+            slot.retry_after = parse_retry_after(find_header(stream.headers, "retry-after"))
+            self._fail_slot(slot, ConnectFailed(f"the server answered HTTP {status}"))
+        elif owner == _INITIALIZE:
+            self._fail_slot(
+                slot,
+                ConnectFailed(
+                    f"the server answered initialize with HTTP {status}; it may speak the older "
+                    "HTTP+SSE transport, which this version does not support yet",
+                    http_error=error,
+                ),
+            )
+        else:
+            self._lose_request(slot, owner, error)
+
+    def _reinitialize(self, slot: _Slot) -> None:
+        slot.session_id = None
+        slot.reinitializing = True
+        self._abort_streams(slot)
+        self._send_initialize(slot)
+
     # --- small helpers ---------------------------------------------------------------------
 
     def _send_request(
@@ -915,7 +1316,11 @@ class SessionMachine:
         if meta:
             params = {**params, "_meta": meta}
         slot.requests[self._next_id] = owner
-        self._write(slot, rpc.request(self._next_id, method, params))
+        message = rpc.request(self._next_id, method, params)
+        if self._http:
+            self._post(slot, message, self._next_id)
+        else:
+            self._write(slot, message)
         return self._next_id
 
     def _forget_internal(self, slot: _Slot, owner: str) -> None:
@@ -923,7 +1328,11 @@ class SessionMachine:
             del slot.requests[request_id]
 
     def _write(self, slot: _Slot, message: Mapping[str, Any]) -> None:
-        self._out.append(WriteStdin(slot=slot.index, data=encode_message(message)))
+        """Send a message that expects no answer (a notification, or our response)."""
+        if self._http:
+            self._post(slot, message, None)
+        else:
+            self._out.append(WriteStdin(slot=slot.index, data=encode_message(message)))
 
     def _reply(self, ticket: int, value: object = None, *, error: McpError | None = None) -> None:
         self._out.append(Reply(ticket=ticket, value=value, error=error))

@@ -167,3 +167,101 @@ class Harness:
 
 
 TEXT_RESULT = {"content": [{"type": "text", "text": "hi"}]}
+
+
+class HttpHarness(Harness):
+    """The same fake clock, for a ``url`` spec: requests are read from ``StartHttp`` actions
+    and answered with response events."""
+
+    def __init__(self, **fields: Any) -> None:
+        fields.setdefault("url", "https://mcp.example.com/mcp")
+        super().__init__(**fields)
+
+    def requests(self) -> list[core.StartHttp]:
+        return [a for a in self.actions if isinstance(a, core.StartHttp)]
+
+    def request(self, rpc_method: str | None = None, http: str = "POST") -> core.StartHttp:
+        """The last request (of that JSON-RPC method) written since the last take()."""
+        found = [
+            r
+            for r in self.requests()
+            if r.method == http
+            and (rpc_method is None or (r.body and json.loads(r.body).get("method") == rpc_method))
+        ]
+        assert found, f"no {http} {rpc_method} request in {self.actions}"
+        return found[-1]
+
+    @staticmethod
+    def body(request: core.StartHttp) -> dict[str, Any]:
+        assert request.body is not None
+        result: dict[str, Any] = json.loads(request.body)
+        return result
+
+    @staticmethod
+    def header(request: core.StartHttp, name: str) -> str | None:
+        values = [v for k, v in request.headers if k.lower() == name.lower()]
+        return values[0] if values else None
+
+    def respond(
+        self,
+        request: core.StartHttp,
+        status: int = 200,
+        body: bytes | dict[str, Any] | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
+        *,
+        end: bool = True,
+    ) -> None:
+        if isinstance(body, dict):
+            body = json.dumps(body).encode()
+            headers = (("Content-Type", "application/json"), *headers)
+        self.feed(
+            core.HttpResponseStarted(
+                now=self.now, stream=request.stream, status=status, headers=headers
+            )
+        )
+        if body:
+            self.feed(core.HttpBodyReceived(now=self.now, stream=request.stream, data=body))
+        if end:
+            self.feed(core.HttpResponseEnded(now=self.now, stream=request.stream))
+
+    def result_for(self, request: core.StartHttp, result: dict[str, Any], **kw: Any) -> None:
+        self.respond(
+            request, 200, {"jsonrpc": "2.0", "id": self.body(request)["id"], "result": result}, **kw
+        )
+
+    def sse(self, request: core.StartHttp, *chunks: bytes, end: bool = True) -> None:
+        self.feed(
+            core.HttpResponseStarted(
+                now=self.now,
+                stream=request.stream,
+                status=200,
+                headers=(("content-type", "text/event-stream; charset=utf-8"),),
+            )
+        )
+        for chunk in chunks:
+            self.feed(core.HttpBodyReceived(now=self.now, stream=request.stream, data=chunk))
+        if end:
+            self.feed(core.HttpResponseEnded(now=self.now, stream=request.stream))
+
+    def connect_http_legacy(self, session: str | None = "sess-1") -> None:
+        """auto: the discover probe is refused with a bare 404, then initialize succeeds."""
+        self.feed(core.Connect(now=self.now))
+        if self.spec.era == "auto":
+            self.respond(self.request("server/discover"), 404)
+        init = self.request("initialize")
+        headers = (("Mcp-Session-Id", session),) if session else ()
+        self.result_for(
+            init,
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "h"}},
+            headers=headers,
+        )
+        self.respond(self.request("notifications/initialized"), 202)
+        self.take()
+
+    def connect_http_modern(self) -> None:
+        self.feed(core.Connect(now=self.now))
+        self.result_for(
+            self.request("server/discover"),
+            {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {}},
+        )
+        self.take()

@@ -856,10 +856,3 @@ def test_status_and_repr() -> None:
     assert status.name == "srv1" and status.transport == "stdio"
     assert status.concurrency == "stateless" and status.retry_in is None
     assert "srv1" in repr(h.machine) and "ready" in repr(h.machine)
-
-
-def test_a_url_spec_is_refused_until_the_http_transport_exists() -> None:
-    spec = core.Spec(name="remote", url="https://user:s3cr3t@example.com/mcp?key=s3cr3t")
-    with pytest.raises(core.NoHttpClient) as info:
-        core.SessionMachine(spec)
-    assert "s3cr3t" not in str(info.value) and "stdio" in str(info.value)

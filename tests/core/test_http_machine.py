@@ -1,0 +1,484 @@
+"""The HTTP transport of the SessionMachine: requests out as StartHttp, answers in as response
+events, with a fake clock. No socket anywhere (the drivers' tests use real servers)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+import mcp_core as core
+from tests.core.harness import TEXT_RESULT, HttpHarness
+
+SSE = (("Content-Type", "text/event-stream"),)
+
+
+def sse_message(message: dict, event_id: str | None = None) -> bytes:
+    head = f"id: {event_id}\n" if event_id else ""
+    return f"{head}data: {json.dumps(message)}\n\n".encode()
+
+
+def test_legacy_streamable_http_handshake_and_headers() -> None:
+    h = HttpHarness(headers={"Authorization": "Bearer s3cr3t"})
+    h.feed(core.Connect(now=0.0))
+    assert h.of(core.Spawn) == []
+    probe = h.request("server/discover")
+    assert probe.url == "https://mcp.example.com/mcp"
+    assert h.header(probe, "MCP-Protocol-Version") == "2026-07-28"
+    assert h.header(probe, "Mcp-Method") == "server/discover"
+    assert h.header(probe, "Accept") == "application/json, text/event-stream"
+    assert h.header(probe, "Authorization") == "Bearer s3cr3t"
+    h.take()
+    h.respond(probe, 404)  # an unrecognised answer: a legacy server
+    init = h.request("initialize")
+    assert h.header(init, "MCP-Protocol-Version") is None
+    assert h.header(init, "Mcp-Session-Id") is None
+    h.result_for(
+        init,
+        {"protocolVersion": "2025-06-18", "capabilities": {}},
+        headers=(("mcp-session-id", "sess-1"),),
+    )
+    note = h.request("notifications/initialized")
+    assert h.header(note, "Mcp-Session-Id") == "sess-1"
+    assert h.header(note, "MCP-Protocol-Version") == "2025-06-18"
+    listen = h.request(http="GET")
+    assert h.header(listen, "Accept") == "text/event-stream"
+    status = h.machine.status(h.now)
+    assert (status.state, status.transport, status.era) == ("ready", "http", "legacy")
+    assert status.concurrency == "serialized"  # legacy HTTP default (SPEC §6)
+    assert "sess-1" not in repr(status)
+    h.take()
+    h.respond(note, 202)
+    h.respond(listen, 405)  # no GET stream: fine
+    assert h.of(core.Log)[-1].level == "DEBUG"
+    t = h.call("echo", {"text": "hi"})
+    call = h.request("tools/call")
+    assert h.header(call, "Mcp-Session-Id") == "sess-1"
+    assert h.header(call, "Mcp-Method") is None  # a legacy request has no modern headers
+    h.sse(
+        call,
+        b"id: e1\ndata:\n\n",  # 2025-11-25 priming event: an id and empty data
+        b": keep-alive\n\n",
+        sse_message({"jsonrpc": "2.0", "id": h.body(call)["id"], "result": TEXT_RESULT}, "e2"),
+    )
+    assert h.result(t).text == "hi"
+
+
+def test_json_answers_and_notifications() -> None:
+    h = HttpHarness(era="legacy")
+    h.connect_http_legacy()
+    t = h.call("echo")
+    h.result_for(h.request("tools/call"), TEXT_RESULT)
+    assert h.result(t).text == "hi"
+    h.take()
+    t2 = h.call("echo")
+    call = h.request("tools/call")
+    h.feed(core.HttpResponseStarted(now=0.0, stream=call.stream, status=200, headers=SSE))
+    # a server request on the answer stream is answered with a POST of its own
+    h.feed(
+        core.HttpBodyReceived(
+            now=0.0,
+            stream=call.stream,
+            data=sse_message({"jsonrpc": "2.0", "id": 9, "method": "ping"}),
+        )
+    )
+    answer = [r for r in h.requests() if r.body and h.body(r).get("id") == 9][-1]
+    assert h.body(answer) == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    h.feed(
+        core.HttpBodyReceived(
+            now=0.0,
+            stream=call.stream,
+            data=b'event: message\ndata: {"jsonrpc":"2.0",'
+            b'"method":"notifications/tools/list_changed"}\n\n'
+            b"event: other\ndata: ignored\n\ndata: not json\n\n",
+        )
+    )
+    assert any("not a JSON-RPC message" in log.message for log in h.of(core.Log))
+    h.respond(answer, 500)  # our response was refused: logged, nothing else
+    assert "HTTP 500" in h.of(core.Log)[-1].message
+    h.feed(
+        core.HttpBodyReceived(
+            now=0.0,
+            stream=call.stream,
+            data=sse_message({"jsonrpc": "2.0", "id": h.body(call)["id"], "result": TEXT_RESULT}),
+        )
+    )
+    h.feed(core.HttpResponseEnded(now=0.0, stream=call.stream))
+    assert h.result(t2).text == "hi"
+
+
+def test_modern_http_headers_cancel_by_closing_the_stream() -> None:
+    h = HttpHarness()
+    waiter = (h.feed(core.Connect(now=0.0)), h.await_ready())[1]
+    h.result_for(
+        h.request("server/discover"),
+        {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {}},
+    )
+    status = h.result(waiter)
+    assert (status.era, status.concurrency) == ("modern", "stateless")
+    h.take()
+    t = h.call("grüße", {"x": 1})
+    call = h.request("tools/call")
+    assert h.header(call, "Mcp-Method") == "tools/call"
+    encoded = "=?base64?" + base64.b64encode("grüße".encode()).decode() + "?="
+    assert h.header(call, "Mcp-Name") == encoded
+    assert h.header(call, "MCP-Protocol-Version") == "2026-07-28"
+    assert h.header(call, "Mcp-Session-Id") is None
+    assert h.body(call)["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
+    assert not [r for r in h.requests() if r.method == "GET"]
+    h.take()
+    h.feed(core.CancelCall(now=0.0, ticket=t))
+    assert h.actions == [core.AbortHttp(stream=call.stream)]  # no notifications/cancelled
+    h.respond(call, 200, {"jsonrpc": "2.0", "id": 1, "result": TEXT_RESULT})  # aborted: ignored
+    assert t not in h.replies
+
+
+def test_plain_header_values_stay_plain() -> None:
+    h = HttpHarness()
+    h.connect_http_modern()
+    h.call("get weather")  # inner spaces are plain visible ASCII
+    assert h.header(h.request("tools/call"), "Mcp-Name") == "get weather"
+    h.take()
+    h.call(" padded")  # edge whitespace is not
+    assert h.header(h.request("tools/call"), "Mcp-Name") == "=?base64?IHBhZGRlZA==?="
+    h.take()
+    h.call("=?base64?abc?=")  # nor is anything that looks encoded already
+    assert h.header(h.request("tools/call"), "Mcp-Name") == "=?base64?PT9iYXNlNjQ/YWJjPz0=?="
+    h.take()
+    h.call("echo")
+    assert h.header(h.request("tools/call"), "Mcp-Name") == "echo"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "era"),
+    [
+        (
+            400,
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": -32022, "message": "v", "data": {"supported": ["2026-07-28"]}},
+            },
+            "modern",
+        ),
+        (400, {"jsonrpc": "2.0", "id": None, "error": {"code": -32601, "message": "nope"}}, None),
+        (405, None, None),
+        (200, {"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "nope"}}, None),
+        (200, b"", None),
+        (302, None, None),
+    ],
+)
+def test_era_detection_over_http(status: int, body: object, era: str | None) -> None:
+    h = HttpHarness()
+    h.feed(core.Connect(now=0.0))
+    h.respond(h.request("server/discover"), status, body)  # type: ignore[arg-type]
+    if era == "modern":
+        assert h.machine.state == "ready" and h.machine.status(0).era == "modern"
+    else:
+        assert h.request("initialize")
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_auth_refusal_at_connect_is_permanent(status: int) -> None:
+    h = HttpHarness(era="legacy")
+    h.feed(core.Connect(now=0.0))
+    waiter = h.await_ready()
+    h.respond(
+        h.request("initialize"),
+        status,
+        headers=(("WWW-Authenticate", 'Bearer resource_metadata="https://x/.well-known"'),),
+    )
+    err = h.error(waiter)
+    assert isinstance(err, core.ConnectFailed) and err.permanent
+    assert err.http_error == core.HttpError(status)
+    assert err.http_error is not None and err.http_error.status == status
+    assert "resource_metadata" in (err.http_error.www_authenticate or "")
+    assert h.machine.next_deadline() is None
+
+
+def test_auth_refusal_later_fails_only_that_call() -> None:
+    h = HttpHarness(era="legacy")
+    h.connect_http_legacy()
+    t = h.call("x")
+    h.respond(h.request("tools/call"), 401, headers=(("www-authenticate", "Bearer"),))
+    err = h.error(t)
+    assert isinstance(err, core.HttpError) and err.status == 401
+    assert err.www_authenticate == "Bearer" and h.machine.state == "ready"
+
+
+@pytest.mark.parametrize("status", [500, 503, 429])
+def test_server_errors_at_connect_are_retried_honouring_retry_after(status: int) -> None:
+    h = HttpHarness(reconnect=1.0)
+    h.feed(core.Connect(now=0.0))
+    h.respond(h.request("server/discover"), status, headers=(("Retry-After", "10"),))
+    retry_in = h.machine.status(h.now).retry_in
+    assert retry_in is not None and retry_in >= 10
+    assert f"HTTP {status}" in str(h.machine.status(h.now).last_error)
+    h.take()
+    h.fire_due()
+    assert h.request("server/discover")
+
+
+def test_a_call_answered_with_an_http_error_keeps_its_status() -> None:
+    h = HttpHarness(era="legacy")
+    h.connect_http_legacy()
+    t = h.call("x")
+    h.respond(h.request("tools/call"), 502, b"<html>bad gateway</html>")
+    err = h.error(t)
+    assert isinstance(err, core.HttpError) and err.status == 502
+    assert "bad gateway" not in str(err)
+
+
+def test_session_expiry_reinitializes_in_place_and_queued_work_goes_out_on_it() -> None:
+    h = HttpHarness(era="legacy")
+    h.connect_http_legacy("old-session")
+    t1 = h.call("first")
+    first = h.request("tools/call")
+    h.take()
+    h.respond(first, 404)
+    err = h.error(t1)
+    assert isinstance(err, core.SessionRejected)
+    init = h.request("initialize")
+    assert h.header(init, "Mcp-Session-Id") is None
+    t2 = h.call("second")  # arrives while re-initializing: waits, is not refused
+    assert t2 not in h.replies and h.machine.queued == 1
+    h.result_for(
+        init,
+        {"protocolVersion": "2025-11-25", "capabilities": {}},
+        headers=(("Mcp-Session-Id", "new-session"),),
+    )
+    second = h.request("tools/call")
+    assert h.body(second)["params"]["name"] == "second"
+    assert h.header(second, "Mcp-Session-Id") == "new-session"
+    h.result_for(second, TEXT_RESULT)
+    assert h.result(t2).text == "hi"
+
+
+def test_a_404_without_a_session_is_just_an_error() -> None:
+    h = HttpHarness(era="legacy")
+    h.connect_http_legacy(session=None)
+    t = h.call("x")
+    h.respond(h.request("tools/call"), 404)
+    assert isinstance(h.error(t), core.HttpError)
+    assert not [r for r in h.requests() if r.body and h.body(r).get("method") == "initialize"]
+
+
+def test_a_session_404_during_a_modern_error_body_still_reinitializes() -> None:
+    h = HttpHarness(era="legacy")
+    h.connect_http_legacy()
+    t = h.call("x")
+    h.respond(
+        h.request("tools/call"),
+        404,
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "Session not found"}},
+    )
+    assert isinstance(h.error(t), core.SessionRejected)
+
+
+@pytest.mark.parametrize(("status", "body"), [(200, b""), (202, None), (200, b"  ")])
+def test_an_empty_answer_to_a_request_fails_it_at_once(status: int, body: bytes | None) -> None:
+    h = HttpHarness(era="legacy")
+    h.connect_http_legacy()
+    t = h.call("x")
+    h.respond(h.request("tools/call"), status, body)
+    err = h.error(t)
+    assert isinstance(err, core.InvalidResponse) and f"HTTP {status}" in str(err)
+
+
+def test_an_oversized_body_is_refused_while_streaming() -> None:
+    h = HttpHarness(era="legacy", max_message_bytes=1000)
+    h.connect_http_legacy()
+    t = h.call("x")
+    call = h.request("tools/call")
+    h.feed(core.HttpResponseStarted(now=0.0, stream=call.stream, status=200, headers=()))
+    h.take()
+    h.feed(core.HttpBodyReceived(now=0.0, stream=call.stream, data=b"x" * 1001))
+    assert isinstance(h.error(t), core.MessageTooLarge)
+    assert core.AbortHttp(stream=call.stream) in h.actions
+    h.feed(core.HttpBodyReceived(now=0.0, stream=call.stream, data=b"x"))  # late: ignored
+    h.feed(core.HttpResponseEnded(now=0.0, stream=call.stream))
+
+
+def test_an_oversized_sse_event_is_refused() -> None:
+    h = HttpHarness(era="legacy", max_message_bytes=1000)
+    h.connect_http_legacy()
+    t = h.call("x")
+    h.sse(h.request("tools/call"), b"data: " + b"y" * 2000 + b"\n\n", end=False)
+    assert isinstance(h.error(t), core.MessageTooLarge)
+
+
+def test_a_dropped_sse_answer_is_resumed_with_last_event_id_after_retry() -> None:
+    h = HttpHarness(era="legacy")
+    h.connect_http_legacy()
+    t = h.call("slow")
+    call = h.request("tools/call")
+    request_id = h.body(call)["id"]
+    h.take()
+    h.feed(core.HttpResponseStarted(now=0.0, stream=call.stream, status=200, headers=SSE))
+    h.feed(
+        core.HttpBodyReceived(now=0.0, stream=call.stream, data=b"id: ev-7\nretry: 500\ndata:\n\n")
+    )
+    h.feed(core.HttpFailed(now=0.0, stream=call.stream, reason="RemoteProtocolError"))
+    assert h.requests() == [] and h.machine.next_deadline() == pytest.approx(0.5)
+    h.advance(0.5)
+    resume = h.request(http="GET")
+    assert h.header(resume, "Last-Event-ID") == "ev-7"
+    assert h.header(resume, "Mcp-Session-Id") == "sess-1"
+    h.sse(
+        resume,
+        sse_message({"jsonrpc": "2.0", "id": request_id, "result": TEXT_RESULT}, "ev-8"),
+    )
+    assert h.result(t).text == "hi"
+
+
+def test_resumption_gives_up_after_three_attempts() -> None:
+    h = HttpHarness(era="legacy")
+    h.connect_http_legacy()
+    t = h.call("slow")
+    stream = h.request("tools/call")
+    for _ in range(4):
+        h.take()
+        h.sse(stream, b"id: e\ndata:\n\n")
+        if t in h.replies:
+            break
+        h.fire_due()
+        stream = h.request(http="GET")
+    err = h.error(t)
+    assert isinstance(err, core.InvalidResponse) and "SSE stream ended" in str(err)
+
+
+def test_a_resume_for_an_answered_request_is_dropped() -> None:
+    h = HttpHarness(era="legacy", call_timeout=0.1)
+    h.connect_http_legacy()
+    t = h.call("slow")
+    h.sse(h.request("tools/call"), b"id: e\nretry: 1000\ndata:\n\n")
+    h.take()
+    h.advance(0.1)
+    assert isinstance(h.error(t), core.RequestTimeout)
+    h.take()
+    h.advance(1.0)
+    assert [r for r in h.requests() if r.method == "GET"] == []
+
+
+def test_connection_failures() -> None:
+    h = HttpHarness(era="legacy")
+    h.feed(core.Connect(now=0.0))
+    h.feed(core.HttpFailed(now=0.0, stream=h.request("initialize").stream, reason="ConnectError"))
+    assert "ConnectError" in str(h.machine.status(0.0).last_error)
+    assert h.machine.status(0.0).retry_in is not None
+    h.take()
+    h.fire_due()
+    init = h.request("initialize")
+    h.result_for(init, {"protocolVersion": "2025-11-25", "capabilities": {}})
+    t = h.call("x")
+    h.feed(core.HttpFailed(now=h.now, stream=h.request("tools/call").stream, reason="ReadError"))
+    err = h.error(t)
+    assert isinstance(err, core.InvalidResponse) and "ReadError" in str(err)
+    assert h.machine.state == "ready"
+
+
+def test_initialize_refused_with_405_names_the_old_transport() -> None:
+    h = HttpHarness(era="legacy", fail_fast=True)
+    h.feed(core.Connect(now=0.0))
+    waiter = h.await_ready()
+    h.respond(h.request("initialize"), 405)
+    err = h.error(waiter)
+    assert isinstance(err, core.ConnectFailed) and "HTTP+SSE" in str(err)
+
+
+def test_timeout_on_legacy_http_cancels_by_notification_and_closes_the_stream() -> None:
+    h = HttpHarness(era="legacy", call_timeout=1.0)
+    h.connect_http_legacy()
+    t = h.call("hang")
+    call = h.request("tools/call")
+    h.take()
+    h.advance(1.0)
+    assert isinstance(h.error(t), core.RequestTimeout)
+    assert core.AbortHttp(stream=call.stream) in h.actions
+    cancel = h.request("notifications/cancelled")
+    assert h.body(cancel)["params"]["requestId"] == h.body(call)["id"]
+
+
+def test_close_deletes_the_session_and_waits_for_it() -> None:
+    h = HttpHarness(era="legacy")
+    h.connect_http_legacy()
+    h.call("x")
+    call = h.request("tools/call")
+    h.take()
+    stop = h.close()
+    assert core.AbortHttp(stream=call.stream) in h.actions
+    delete = h.request(http="DELETE")
+    assert h.header(delete, "Mcp-Session-Id") == "sess-1"
+    assert stop not in h.replies
+    h.respond(delete, 405)  # the server may refuse: fine
+    assert h.result(stop) is None
+
+
+@pytest.mark.parametrize("outcome", ["fails", "stalls"])
+def test_close_does_not_wait_forever_for_the_delete(outcome: str) -> None:
+    h = HttpHarness(era="legacy", shutdown_grace=1.0)
+    h.connect_http_legacy()
+    stop = h.close()
+    delete = h.request(http="DELETE")
+    if outcome == "fails":
+        h.feed(core.HttpFailed(now=0.0, stream=delete.stream, reason="ConnectError"))
+    else:
+        h.advance(1.0)
+        assert core.AbortHttp(stream=delete.stream) in h.actions
+    assert h.result(stop) is None
+
+
+def test_close_without_a_session_or_in_the_modern_era_sends_no_delete() -> None:
+    for h in (HttpHarness(era="legacy"), HttpHarness()):
+        if h.spec.era == "legacy":
+            h.connect_http_legacy(session=None)
+        else:
+            h.connect_http_modern()
+        stop = h.close()
+        assert h.result(stop) is None
+        assert not [r for r in h.requests() if r.method == "DELETE"]
+
+
+def test_a_recording_of_http_replays_identically(tmp_path) -> None:
+    path = tmp_path / "http.jsonl"
+    lines: list[str] = []
+    h = HttpHarness(era="legacy", headers={"Authorization": "Bearer s3cr3t"})
+    recorder = core.Recorder(h.spec, lines.append)
+    original = h.feed
+
+    def feed(event: core.Event) -> list[core.Action]:
+        recorder.record(event)
+        return original(event)
+
+    h.feed = feed  # type: ignore[method-assign]
+    h.connect_http_legacy("secret-session")
+    h.call("echo")
+    h.result_for(h.request("tools/call"), TEXT_RESULT)
+    path.write_text("".join(lines))
+    text = path.read_text()
+    assert "s3cr3t" not in text and "secret-session" not in text
+    first = [core.encode_action(a) for a in core.replay(str(path))]
+    assert first == [core.encode_action(a) for a in core.replay(str(path))]
+    assert any(a["action"] == "Reply" for a in first)
+
+
+def test_odd_events_and_headers() -> None:
+    h = HttpHarness(era="legacy", max_message_bytes=100)
+    h.feed(core.Connect(now=0.0))
+    h.respond(h.request("initialize"), 503, headers=(("Retry-After", "Wed, 21 Oct 2099"),))
+    retry_in = h.machine.status(h.now).retry_in
+    assert retry_in is not None and retry_in < 2  # an HTTP date is not honoured
+    h.fire_due()
+    h.result_for(
+        h.request("initialize"),
+        {"protocolVersion": "2025-11-25", "capabilities": {}},
+        headers=(("Mcp-Session-Id", "s"),),
+    )
+    listen = h.request(http="GET")
+    h.take()
+    h.sse(listen, b"data: " + b"z" * 200 + b"\n\n", end=False)  # oversized, no request
+    assert h.actions == [core.AbortHttp(stream=listen.stream)]
+    h.feed(core.HttpFailed(now=0.0, stream=listen.stream, reason="late"))  # aborted: ignored
+    h.feed(core.HttpResponseStarted(now=0.0, stream=999, status=200))
+    assert h.machine.state == "ready"
