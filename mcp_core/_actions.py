@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ._errors import McpError
 
@@ -17,6 +17,7 @@ __all__ = [
     "AbortHttp",
     "Action",
     "CloseStdin",
+    "HandleServerRequest",
     "Log",
     "ProgressUpdate",
     "Reply",
@@ -128,3 +129,14 @@ class AbortHttp(Action):
     Feed nothing more for it."""
 
     stream: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandleServerRequest(Action):
+    """The server asked the client something (``elicitation/create``, ...): run the handler
+    the application gave for ``method`` with ``params`` and feed ``ServerRequestAnswered``.
+    Only methods the machine was told have a handler arrive here; others are refused."""
+
+    handle: int
+    method: str
+    params: Mapping[str, Any]

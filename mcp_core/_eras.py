@@ -8,7 +8,7 @@ request" carries ``_meta`` with ``io.modelcontextprotocol/protocolVersion`` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ __all__ = [
     "LEGACY_VERSIONS",
     "MODERN_VERSION",
     "Handshake",
+    "client_capabilities",
     "discover_params",
     "initialize_params",
     "modern_meta",
@@ -46,23 +47,32 @@ class Handshake:
     capabilities: Mapping[str, Any]
 
 
-def initialize_params() -> dict[str, Any]:
-    # No client capability is declared: this client has no roots/sampling/elicitation handler
-    # yet, and 2025-06-18 basic/lifecycle says to "only use negotiated capabilities".
-    return {"protocolVersion": LATEST_LEGACY, "capabilities": {}, "clientInfo": dict(CLIENT_INFO)}
+def client_capabilities(handlers: Iterable[str]) -> dict[str, Any]:
+    """Declare exactly the features the application gave a handler for: a capability we
+    declare is one the server may use (2025-06-18 basic/lifecycle: "only use negotiated
+    capabilities"). ``elicitation: {}`` means form mode only (2025-11-25 client/elicitation)."""
+    return {name: {} for name in sorted(handlers)}
 
 
-def modern_meta() -> dict[str, Any]:
+def initialize_params(capabilities: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "protocolVersion": LATEST_LEGACY,
+        "capabilities": dict(capabilities),
+        "clientInfo": dict(CLIENT_INFO),
+    }
+
+
+def modern_meta(capabilities: Mapping[str, Any]) -> dict[str, Any]:
     """The ``_meta`` keys 2026-07-28 requires on every request (clientInfo is a SHOULD)."""
     return {
         _META + "protocolVersion": MODERN_VERSION,
-        _META + "clientCapabilities": {},
+        _META + "clientCapabilities": dict(capabilities),
         _META + "clientInfo": dict(CLIENT_INFO),
     }
 
 
-def discover_params() -> dict[str, Any]:
-    return {"_meta": modern_meta()}
+def discover_params(capabilities: Mapping[str, Any]) -> dict[str, Any]:
+    return {"_meta": modern_meta(capabilities)}
 
 
 def parse_initialize_result(result: Mapping[str, Any]) -> Handshake:

@@ -29,6 +29,7 @@ __all__ = [
     "ListTools",
     "ProcessExited",
     "ProcessSpawned",
+    "ServerRequestAnswered",
     "SpawnFailed",
     "StderrReceived",
     "StdoutClosed",
@@ -214,3 +215,18 @@ class HttpFailed(Event):
 
     stream: int
     reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerRequestAnswered(Event):
+    """The application's handler answered ``HandleServerRequest(handle)``: with ``result``,
+    or with a JSON-RPC error (``error_code``, ``error_message``) when it refused or raised."""
+
+    handle: int
+    result: Mapping[str, Any] | None = None
+    error_code: int | None = None
+    error_message: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.result is None) == (self.error_code is None):
+            raise ValueError("give exactly one of result or error_code")

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -53,6 +53,7 @@ from ._actions import (
     AbortHttp,
     Action,
     CloseStdin,
+    HandleServerRequest,
     Log,
     ProgressUpdate,
     Reply,
@@ -64,6 +65,7 @@ from ._actions import (
 from ._eras import (
     MODERN_VERSION,
     Handshake,
+    client_capabilities,
     discover_params,
     initialize_params,
     modern_meta,
@@ -98,6 +100,7 @@ from ._events import (
     ListTools,
     ProcessExited,
     ProcessSpawned,
+    ServerRequestAnswered,
     SpawnFailed,
     StderrReceived,
     StdoutClosed,
@@ -128,6 +131,13 @@ MAX_TOOL_PAGES = 100
 # Internal requests a slot can have in flight next to caller work.
 _DISCOVER = "server/discover"
 _INITIALIZE = "initialize"
+
+# Server requests an application may answer, by the capability that announces the handler.
+_HANDLED = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
 
 # RFC 5424 levels of notifications/message mapped to Python logging levels.
 _LOG_LEVELS = {
@@ -229,7 +239,25 @@ class SessionMachine:
     server is probed once (SPEC §5). The machine only reads and writes keys in it.
     """
 
-    def __init__(self, spec: Spec, *, era_cache: MutableMapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        spec: Spec,
+        *,
+        era_cache: MutableMapping[str, str] | None = None,
+        handlers: Iterable[str] = (),
+    ) -> None:
+        """``handlers`` names the server requests the application answers: any of
+        'elicitation', 'sampling', 'roots'. They are declared as client capabilities and
+        arrive as ``HandleServerRequest``; every other server request gets -32601."""
+        unknown = set(handlers) - set(_HANDLED.values())
+        if unknown:
+            raise ValueError(
+                f"unknown handlers {sorted(unknown)}; known: elicitation, sampling, roots"
+            )
+        self.handlers = frozenset(handlers)
+        self._capabilities = client_capabilities(self.handlers)
+        self._server_requests: dict[int, tuple[_Slot, int | str]] = {}
+        self._next_handle = 0
         self.spec = spec
         self._http = spec.transport == "http"
         self._era_cache: MutableMapping[str, str] = {} if era_cache is None else era_cache
@@ -280,6 +308,7 @@ class SessionMachine:
             HttpBodyReceived: self._on_http_body,
             HttpResponseEnded: self._on_http_end,
             HttpFailed: self._on_http_failed,
+            ServerRequestAnswered: self._on_server_request_answered,
             TimerFired: self._on_timer,
         }
 
@@ -477,7 +506,7 @@ class SessionMachine:
             # (streamable-http §Backward Compatibility).
             slot.phase = "probing"
             slot.probe_deadline = self._now + self.spec.probe_timeout
-            self._send_request(slot, _DISCOVER, discover_params(), _DISCOVER)
+            self._send_request(slot, _DISCOVER, discover_params(self._capabilities), _DISCOVER)
 
     def _on_spawn_failed(self, event: SpawnFailed) -> None:
         slot = self._slots[event.slot]
@@ -601,6 +630,25 @@ class SessionMachine:
             # Legacy basic/utilities/ping: the receiver "MUST respond promptly with an empty
             # result".
             self._write(slot, rpc.result_response(request.id, {}))
+        elif request.method == "elicitation/create" and request.params.get("mode", "form") != (
+            "form"
+        ):
+            # 2025-11-25 client/elicitation: a mode the client did not declare "MUST" get
+            # -32602; we declare form mode only.
+            self._write(
+                slot,
+                rpc.error_response(
+                    request.id, rpc.INVALID_PARAMS, "this client supports form elicitation only"
+                ),
+            )
+        elif _HANDLED.get(request.method) in self.handlers:
+            self._next_handle += 1
+            self._server_requests[self._next_handle] = (slot, request.id)
+            self._out.append(
+                HandleServerRequest(
+                    handle=self._next_handle, method=request.method, params=request.params
+                )
+            )
         else:
             # No roots/sampling/elicitation handler is declared, so: method not found
             # (the roots page of every legacy version names -32601 for this case).
@@ -611,6 +659,22 @@ class SessionMachine:
                     rpc.METHOD_NOT_FOUND,
                     f"Method not found: this client has no handler for {request.method}",
                 ),
+            )
+
+    def _on_server_request_answered(self, event: ServerRequestAnswered) -> None:
+        found = self._server_requests.pop(event.handle, None)
+        if found is None:
+            return
+        slot, request_id = found
+        if slot.phase != "ready" or self._closing:
+            # The connection that asked is gone; its server no longer waits for this answer.
+            self._log("DEBUG", f"dropped the answer to server request {request_id!r}")
+        elif event.result is not None:
+            self._write(slot, rpc.result_response(request_id, event.result))
+        else:
+            assert event.error_code is not None
+            self._write(
+                slot, rpc.error_response(request_id, event.error_code, event.error_message or "")
             )
 
     def _on_notification(self, slot: _Slot, note: rpc.Notification) -> None:
@@ -827,7 +891,7 @@ class SessionMachine:
             params.update(cursor)
         assert slot.handshake is not None
         if slot.handshake.era == "modern":
-            meta.update(modern_meta())
+            meta.update(modern_meta(self._capabilities))
         if work.progress:
             # The token is the request id: unique among active requests, as progress requires.
             meta["progressToken"] = self._next_id + 1
@@ -903,7 +967,7 @@ class SessionMachine:
 
     def _send_initialize(self, slot: _Slot) -> None:
         slot.phase = "initializing"
-        self._send_request(slot, _INITIALIZE, initialize_params(), _INITIALIZE)
+        self._send_request(slot, _INITIALIZE, initialize_params(self._capabilities), _INITIALIZE)
 
     def _ready(self, slot: _Slot, handshake: Handshake) -> None:
         slot.phase = "ready"

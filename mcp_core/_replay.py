@@ -214,9 +214,16 @@ class Recorder:
     no file: the driver owns the I/O and decides where the lines go.
     """
 
-    def __init__(self, spec: Spec, write: Callable[[str], object]) -> None:
+    def __init__(
+        self, spec: Spec, write: Callable[[str], object], *, handlers: Iterable[str] = ()
+    ) -> None:
+        """``handlers``: the server-request handlers the machine was built with (they change
+        what it declares and answers, so a replay must build the same machine)."""
         self._write = write
-        write(_line({"format": FORMAT, "version": VERSION, "spec": spec.redacted()}))
+        header: dict[str, object] = {"format": FORMAT, "version": VERSION, "spec": spec.redacted()}
+        if handlers:
+            header["handlers"] = sorted(handlers)
+        write(_line(header))
 
     def record(self, event: Event) -> None:
         """Write ``event`` as one line."""
@@ -230,7 +237,13 @@ def read_recording(lines: Iterable[str]) -> tuple[Spec, list[Event]]:
     version, or a line that is not a valid event; ``InvalidSpec`` if the header's spec is
     refused.
     """
+    spec, _handlers, events = _read(lines)
+    return spec, events
+
+
+def _read(lines: Iterable[str]) -> tuple[Spec, tuple[str, ...], list[Event]]:
     spec: Spec | None = None
+    handlers: tuple[str, ...] = ()
     events: list[Event] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -243,6 +256,10 @@ def read_recording(lines: Iterable[str]) -> tuple[Spec, list[Event]]:
             raise ValueError(f"recording line {number} is not a JSON object")
         if spec is None:
             spec = _read_header(data)
+            listed = data.get("handlers", [])
+            if not isinstance(listed, list) or not all(isinstance(h, str) for h in listed):
+                raise ValueError('the recording header\'s "handlers" must be a list of names')
+            handlers = tuple(listed)
             continue
         try:
             events.append(decode_event(data))
@@ -250,7 +267,7 @@ def read_recording(lines: Iterable[str]) -> tuple[Spec, list[Event]]:
             raise ValueError(f"recording line {number}: {exc}") from None
     if spec is None:
         raise ValueError("the recording is empty: no header line")
-    return spec, events
+    return spec, handlers, events
 
 
 def _read_header(data: Mapping[str, object]) -> Spec:
@@ -277,12 +294,13 @@ def replay_lines(
     ``machine`` builds the machine from the header's spec (default: ``SessionMachine``).
     Raises as ``read_recording`` does.
     """
-    spec, events = read_recording(lines)
+    spec, handlers, events = _read(lines)
     if machine is None:
         from ._machine import SessionMachine  # lazily: the machine imports this package
 
-        machine = SessionMachine
-    session = machine(spec)
+        session: _Machine = SessionMachine(spec, handlers=handlers)
+    else:
+        session = machine(spec)
     actions: list[Action] = []
     for event in events:
         actions.extend(session.handle(event))

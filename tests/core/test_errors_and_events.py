@@ -56,3 +56,12 @@ def test_error_fields() -> None:
 def test_events_refuse_impossible_timeouts(make: object) -> None:
     with pytest.raises(ValueError, match="timeout"):
         make()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{}, {"result": {}, "error_code": 1}],
+)
+def test_a_server_request_answer_is_a_result_or_an_error(fields: dict) -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        core.ServerRequestAnswered(now=0, handle=1, **fields)

@@ -856,3 +856,97 @@ def test_status_and_repr() -> None:
     assert status.name == "srv1" and status.transport == "stdio"
     assert status.concurrency == "stateless" and status.retry_in is None
     assert "srv1" in repr(h.machine) and "ready" in repr(h.machine)
+
+
+# --- server requests answered by the application ------------------------------------------------
+
+
+def test_handlers_are_declared_and_server_requests_reach_them() -> None:
+    h = Harness(era="legacy")
+    h.machine = core.SessionMachine(h.spec, handlers=["elicitation"])
+    h.feed(core.Connect(now=0.0))
+    h.spawned()
+    init = h.last_request("initialize")
+    assert init["params"]["capabilities"] == {"elicitation": {}}
+    h.answer(init["id"], {"protocolVersion": "2025-11-25", "capabilities": {}})
+    h.take()
+    params = {"message": "name?", "requestedSchema": {"type": "object"}}
+    h.stdout({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": params})
+    [ask] = h.of(core.HandleServerRequest)
+    assert (ask.method, ask.params) == ("elicitation/create", params)
+    h.take()
+    h.feed(
+        core.ServerRequestAnswered(
+            now=0.0, handle=ask.handle, result={"action": "accept", "content": {"n": 1}}
+        )
+    )
+    assert h.messages() == [
+        {"jsonrpc": "2.0", "id": "e1", "result": {"action": "accept", "content": {"n": 1}}}
+    ]
+    h.take()
+    h.stdout({"jsonrpc": "2.0", "id": "e2", "method": "elicitation/create", "params": params})
+    [ask] = h.of(core.HandleServerRequest)
+    h.feed(
+        core.ServerRequestAnswered(now=0.0, handle=ask.handle, error_code=-32603, error_message="x")
+    )
+    assert h.messages()[-1]["error"] == {"code": -32603, "message": "x"}
+    h.feed(core.ServerRequestAnswered(now=0.0, handle=ask.handle, error_code=1))  # twice: no-op
+    h.take()
+    # URL mode was not declared: -32602; sampling has no handler: -32601
+    h.stdout(
+        {"jsonrpc": "2.0", "id": "e3", "method": "elicitation/create", "params": {"mode": "url"}}
+    )
+    h.stdout({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": {}})
+    assert [m["error"]["code"] for m in h.messages()] == [-32602, -32601]
+    # an answer for a connection that is gone is dropped
+    h.take()
+    h.stdout({"jsonrpc": "2.0", "id": "e4", "method": "elicitation/create", "params": params})
+    [ask] = h.of(core.HandleServerRequest)
+    h.exited(1)
+    h.take()
+    h.feed(core.ServerRequestAnswered(now=0.0, handle=ask.handle, result={"action": "cancel"}))
+    assert h.messages() == []
+
+
+def test_modern_requests_declare_the_handlers_too() -> None:
+    h = Harness()
+    h.machine = core.SessionMachine(h.spec, handlers=("sampling", "roots"))
+    h.feed(core.Connect(now=0.0))
+    h.spawned()
+    meta = h.last_request("server/discover")["params"]["_meta"]
+    assert meta["io.modelcontextprotocol/clientCapabilities"] == {"roots": {}, "sampling": {}}
+    with pytest.raises(ValueError, match="unknown handlers"):
+        core.SessionMachine(h.spec, handlers=["telepathy"])
+
+
+def test_server_request_answers_are_part_of_a_recording(tmp_path) -> None:
+    spec = core.Spec(name="r", command="srv", era="legacy")
+    lines: list[str] = []
+    recorder = core.Recorder(spec, lines.append, handlers=["elicitation"])
+    machine = core.SessionMachine(spec, handlers=["elicitation"])
+    events = [
+        core.Connect(now=0.0),
+        core.ProcessSpawned(now=0.0, slot=0, pid=1),
+        core.StdoutReceived(
+            now=0.1,
+            slot=0,
+            data=b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}\n'
+            b'{"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{}}\n',
+        ),
+        core.ServerRequestAnswered(now=0.2, handle=1, result={"action": "decline"}),
+    ]
+    live = []
+    for event in events:
+        recorder.record(event)
+        live.extend(machine.handle(event))
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(lines))
+    assert json.loads(lines[0])["handlers"] == ["elicitation"]
+    replayed = core.replay(str(path))
+    assert [core.encode_action(a) for a in replayed] == [core.encode_action(a) for a in live]
+    bad = tmp_path / "bad.jsonl"
+    header = json.loads(lines[0])
+    header["handlers"] = "elicitation"
+    bad.write_text(json.dumps(header) + "\n")
+    with pytest.raises(ValueError, match="handlers"):
+        core.replay(str(bad))

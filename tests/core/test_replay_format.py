@@ -55,6 +55,8 @@ EVENTS: list[core.Event] = [
     core.HttpBodyReceived(now=2.1, stream=3, data=b"data: {}\n\n"),
     core.HttpResponseEnded(now=2.2, stream=3),
     core.HttpFailed(now=2.3, stream=4, reason="connection refused"),
+    core.ServerRequestAnswered(now=3.0, handle=1, result={"action": "accept", "content": {}}),
+    core.ServerRequestAnswered(now=3.1, handle=2, error_code=-32603, error_message="no"),
 ]
 
 
