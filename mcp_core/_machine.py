@@ -47,6 +47,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urljoin, urlsplit
 
 from . import _jsonrpc as rpc
 from ._actions import (
@@ -180,7 +181,7 @@ class _Work:
 class _Stream:
     """One HTTP request of a slot and what its answer has shown so far."""
 
-    kind: str  # "post" | "get" | "delete"
+    kind: str  # "post" | "get" | "delete" | "sse" (the HTTP+SSE transport's one GET stream)
     request_id: int | None  # the JSON-RPC request this POST (or resuming GET) answers
     carried_session: bool
     status: int = 0
@@ -224,6 +225,9 @@ class _Slot:
     reinitializing: bool = False  # HTTP: a new session replaces one the server forgot
     # HTTP only: the session the server assigned, and the streams open for this slot.
     session_id: str | None = None
+    # HTTP+SSE (2024-11-05): the endpoint the server's `endpoint` event named, once known.
+    sse: bool = False
+    sse_endpoint: str | None = None
     streams: dict[int, _Stream] = field(default_factory=dict)
     resumes: list[_Resume] = field(default_factory=list)
 
@@ -377,7 +381,7 @@ class SessionMachine:
             state=self.state,
             era=ready.era if ready else None,
             protocol_version=ready.protocol_version if ready else None,
-            transport=self.spec.transport,
+            transport="sse" if any(s.sse for s in self._slots) else self.spec.transport,
             concurrency=self.concurrency,
             in_flight=self.in_flight,
             queued=self.queued,
@@ -495,7 +499,9 @@ class SessionMachine:
         """The transport is up (process running, or an HTTP endpoint to talk to): start the
         handshake the era needs."""
         era = self.spec.era if self.spec.era != "auto" else self._era_cache.get(self._era_key)
-        if era == "modern":
+        if era == "sse" and self._http:
+            self._open_sse(slot)
+        elif era == "modern":
             self._ready(slot, Handshake("modern", MODERN_VERSION, None, {}))
         elif era == "legacy":
             self._send_initialize(slot)
@@ -757,7 +763,7 @@ class SessionMachine:
         except InvalidResponse as exc:
             self._fail_slot(slot, ConnectFailed(exc.message))
             return
-        self._era_cache[self._era_key] = "legacy"
+        self._era_cache[self._era_key] = "sse" if slot.sse else "legacy"
         slot.handshake = handshake  # so the notification carries MCP-Protocol-Version
         self._write(slot, rpc.notification("notifications/initialized"))
         self._ready(slot, handshake)
@@ -951,7 +957,8 @@ class SessionMachine:
         slot.stderr.clear()
         slot.connect_deadline = self._now + self.spec.init_timeout
         if self._http:
-            slot.session_id = None
+            slot.session_id = slot.sse_endpoint = None
+            slot.sse = False
             self._open(slot)
             return
         assert self.spec.command is not None
@@ -1079,19 +1086,15 @@ class SessionMachine:
         method: Literal["GET", "POST", "DELETE"],
         headers: tuple[tuple[str, str], ...],
         body: bytes | None = None,
+        url: str | None = None,
     ) -> None:
         self._next_stream += 1
         slot.streams[self._next_stream] = stream
         self._stream_slots[self._next_stream] = slot
-        assert self.spec.url is not None
+        url = url or self.spec.url
+        assert url is not None
         self._out.append(
-            StartHttp(
-                stream=self._next_stream,
-                method=method,
-                url=self.spec.url,
-                headers=headers,
-                body=body,
-            )
+            StartHttp(stream=self._next_stream, method=method, url=url, headers=headers, body=body)
         )
 
     def _headers(
@@ -1102,7 +1105,7 @@ class SessionMachine:
         modern = probe or self._modern(slot)
         if modern:
             version: str | None = MODERN_VERSION
-        elif handshake or slot.handshake is None:
+        elif handshake or slot.handshake is None or slot.sse:
             version = None  # "not on the initialize POST itself" (2025-06-18 transports)
         else:
             version = slot.handshake.protocol_version
@@ -1123,7 +1126,8 @@ class SessionMachine:
             request_id=request_id,
             carried_session=find_header(headers, "mcp-session-id") is not None,
         )
-        self._start_stream(slot, stream, "POST", headers, encode_message(message)[:-1])
+        body = encode_message(message)[:-1]
+        self._start_stream(slot, stream, "POST", headers, body, slot.sse_endpoint)
 
     def _listen(self, slot: _Slot) -> None:
         """2025-03-26+ transports §Listening: the optional GET stream for server messages
@@ -1219,6 +1223,9 @@ class SessionMachine:
             if isinstance(frame, SseTooLarge):
                 self._http_too_large(slot, stream_id, frame.size)
                 return
+            if frame.event == "endpoint" and slot.streams[stream_id].kind == "sse":
+                self._on_endpoint(slot, frame.data)
+                continue
             if frame.event != "message":
                 continue  # priming and unknown event types carry no JSON-RPC message
             payload = parse_json_body(frame.data.encode("utf-8"))
@@ -1271,9 +1278,15 @@ class SessionMachine:
 
     def _unanswered(self, slot: _Slot, stream: _Stream, what: str) -> None:
         """A response is over; if its request is still unanswered, resume or fail it."""
+        if stream.kind == "sse":
+            # The HTTP+SSE stream carries every answer: losing it loses the connection.
+            self._fail_slot(slot, ConnectFailed(f"the HTTP+SSE stream is gone: {what}"))
+            return
         request_id = stream.request_id
         if request_id is None or request_id not in slot.requests:
             return
+        if slot.sse and stream.kind == "post" and 200 <= stream.status < 300:
+            return  # HTTP+SSE: a POST is only accepted; its answer comes on the SSE stream
         sse = stream.sse
         if sse is not None and sse.last_event_id and not self._modern(slot) and stream.resumes < 3:
             # "the client MUST honor the retry field" before reconnecting (2025-11-25).
@@ -1301,6 +1314,15 @@ class SessionMachine:
         """A non-2xx answer: what it means depends on the status, the era and the request."""
         status = stream.status
         owner = slot.requests.get(stream.request_id) if stream.request_id is not None else None
+        if stream.kind == "sse":
+            permanent = status in (401, 403)
+            failed = ConnectFailed(
+                f"the server answered the HTTP+SSE GET with HTTP {status}",
+                permanent=permanent,
+                http_error=http_error(status, stream.headers),
+            )
+            self._fail_slot(slot, failed, permanent=permanent)
+            return
         if owner is None or stream.request_id is None:
             level = "DEBUG" if stream.kind == "get" else "WARNING"
             self._log(level, f"HTTP {status} to a {stream.kind.upper()} with no pending request")
@@ -1348,17 +1370,41 @@ class SessionMachine:
         if handshake and (status == 429 or status >= 500):
             slot.retry_after = parse_retry_after(find_header(stream.headers, "retry-after"))
             self._fail_slot(slot, ConnectFailed(f"the server answered HTTP {status}"))
+        elif owner == _INITIALIZE and status in (400, 404, 405) and not slot.sse:
+            # 2025-03-26+ transports §Backwards Compatibility: a 4xx to the initialize POST
+            # (2025-11-25: 400, 404 or 405) means an HTTP+SSE server: GET the URL.
+            self._open_sse(slot)
         elif owner == _INITIALIZE:
             self._fail_slot(
                 slot,
                 ConnectFailed(
-                    f"the server answered initialize with HTTP {status}; it may speak the older "
-                    "HTTP+SSE transport, which this version does not support yet",
-                    http_error=error,
+                    f"the server answered initialize with HTTP {status}", http_error=error
                 ),
             )
         else:
             self._lose_request(slot, owner, error)
+
+    def _open_sse(self, slot: _Slot) -> None:
+        """2024-11-05 HTTP with SSE: GET the URL; the stream's first event names the endpoint
+        that every message is POSTed to, and every answer comes back on the stream."""
+        slot.sse, slot.sse_endpoint = True, None
+        slot.phase = "initializing"
+        stream = _Stream(kind="sse", request_id=None, carried_session=False)
+        self._start_stream(slot, stream, "GET", self._headers(slot, "GET", None))
+
+    def _on_endpoint(self, slot: _Slot, data: str) -> None:
+        assert self.spec.url is not None
+        endpoint = urljoin(self.spec.url, data.strip())
+        if _origin(endpoint) != _origin(self.spec.url):
+            # The spec's headers (credentials) go to the configured origin only.
+            refused = ConnectFailed(
+                "the HTTP+SSE server named an endpoint on another origin; refused",
+                permanent=True,
+            )
+            self._fail_slot(slot, refused, permanent=True)
+        elif slot.sse_endpoint is None:
+            slot.sse_endpoint = endpoint
+            self._send_initialize(slot)
 
     def _reinitialize(self, slot: _Slot) -> None:
         slot.session_id = None
@@ -1408,6 +1454,11 @@ class SessionMachine:
 
     def _log(self, level: str, message: str) -> None:
         self._out.append(Log(level=level, logger=self._logger, message=message))
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.rsplit("@", 1)[-1].lower()
 
 
 def _rpc_error(error: Mapping[str, Any]) -> JsonRpcError:

@@ -378,13 +378,80 @@ def test_connection_failures() -> None:
     assert h.machine.state == "ready"
 
 
-def test_initialize_refused_with_405_names_the_old_transport() -> None:
+def test_http_sse_fallback_after_initialize_is_refused() -> None:
+    cache: dict[str, str] = {}
+    h = HttpHarness(era_cache=cache, headers={"Authorization": "Bearer t"})
+    h.feed(core.Connect(now=0.0))
+    waiter = h.await_ready()
+    h.respond(h.request("server/discover"), 404)
+    first_init = h.request("initialize")
+    h.take()
+    h.respond(first_init, 405)
+    get = h.request(http="GET")
+    assert h.header(get, "Accept") == "text/event-stream"
+    assert h.header(get, "Authorization") == "Bearer t"
+    h.take()
+    h.sse(get, b"event: endpoint\ndata: /messages?session=abc\n\n", end=False)
+    init = h.request("initialize")
+    assert init.url == "https://mcp.example.com/messages?session=abc"
+    assert h.header(init, "MCP-Protocol-Version") is None
+    h.respond(init, 202)  # accepted; the answer comes on the stream
+    h.take()
+    h.feed(core.HttpBodyReceived(now=0.0, stream=get.stream, data=b"event: endpoint\ndata: /x\n\n"))
+    assert h.requests() == []  # a second endpoint event changes nothing
+    assert waiter not in h.replies
+    answer = {
+        "jsonrpc": "2.0",
+        "id": h.body(init)["id"],
+        "result": {"protocolVersion": "2024-11-05", "capabilities": {}},
+    }
+    h.feed(core.HttpBodyReceived(now=0.0, stream=get.stream, data=sse_message(answer)))
+    status = h.result(waiter)
+    assert (status.transport, status.protocol_version) == ("sse", "2024-11-05")
+    assert cache and list(cache.values()) == ["sse"]
+    note = h.request("notifications/initialized")
+    assert note.url.endswith("/messages?session=abc")
+    h.respond(note, 202)
+    h.take()
+    t = h.call("echo")
+    call = h.request("tools/call")
+    assert h.header(call, "MCP-Protocol-Version") is None
+    h.respond(call, 202)
+    result = {"jsonrpc": "2.0", "id": h.body(call)["id"], "result": TEXT_RESULT}
+    h.feed(core.HttpBodyReceived(now=0.0, stream=get.stream, data=sse_message(result)))
+    assert h.result(t).text == "hi"
+    # the stream ends: the connection is lost, and the next attempt goes straight to GET
+    t2 = h.call("echo")
+    h.feed(core.HttpResponseEnded(now=0.0, stream=get.stream))
+    assert isinstance(h.error(t2), core.ConnectFailed)
+    h.take()
+    h.fire_due()
+    again = h.request(http="GET")
+    assert [r.method for r in h.requests()] == ["GET"]
+    h.sse(again, b"event: endpoint\ndata: https://evil.example.net/steal\n\n", end=False)
+    err = h.machine.status(h.now).last_error or ""
+    assert "another origin" in err and h.machine.next_deadline() is None
+
+
+@pytest.mark.parametrize(("status", "permanent"), [(401, True), (500, False)])
+def test_http_sse_get_refused(status: int, permanent: bool) -> None:
+    h = HttpHarness(era="legacy")
+    h.feed(core.Connect(now=0.0))
+    h.respond(h.request("initialize"), 404)
+    h.respond(h.request(http="GET"), status)
+    retry = h.machine.status(h.now).retry_in
+    assert (retry is None) == permanent
+    assert f"HTTP {status}" in (h.machine.status(h.now).last_error or "")
+
+
+def test_initialize_refused_with_another_status() -> None:
     h = HttpHarness(era="legacy", fail_fast=True)
     h.feed(core.Connect(now=0.0))
     waiter = h.await_ready()
-    h.respond(h.request("initialize"), 405)
+    h.respond(h.request("initialize"), 409)
     err = h.error(waiter)
-    assert isinstance(err, core.ConnectFailed) and "HTTP+SSE" in str(err)
+    assert isinstance(err, core.ConnectFailed) and "HTTP 409" in str(err)
+    assert err.http_error is not None and err.http_error.status == 409
 
 
 def test_timeout_on_legacy_http_cancels_by_notification_and_closes_the_stream() -> None:
