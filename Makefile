@@ -55,9 +55,10 @@ typecheck: venv
 # drive mcp_core through its public API with no I/O. Counting lines that driver or server tests
 # happen to execute would hide core branches that no core test pins down. The second run is
 # everything else (drivers against real servers, the test servers' own smoke tests).
-test: venv node_modules lint typecheck
+test: venv node_modules conformance/node_modules/.installed lint typecheck
 	$(PY) -m pytest tests/core --cov=mcp_core --cov-branch --cov-report=term-missing \
 		--cov-fail-under=$(CORE_COVERAGE)
+	$(PY) conformance/run.py
 	$(PY) -m pytest tests --ignore=tests/core
 
 demo: venv node_modules

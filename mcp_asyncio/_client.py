@@ -17,7 +17,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import IO, Any, cast
@@ -26,6 +26,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from mcp_core import (
+    AbortHttp,
     Action,
     AwaitReady,
     CallTool,
@@ -35,22 +36,26 @@ from mcp_core import (
     CloseStdin,
     Connect,
     Event,
+    HandleServerRequest,
     ListTools,
     Log,
     NotReady,
     ProgressUpdate,
     Recorder,
     Reply,
+    ServerRequestAnswered,
     SessionMachine,
     SignalProcess,
     Spawn,
     Spec,
+    StartHttp,
     Status,
     TimerFired,
     Tool,
     WriteStdin,
 )
 
+from ._http import HttpExecutor
 from ._process import ProcessSlot
 
 __all__ = ["Client"]
@@ -95,12 +100,21 @@ class Client:
         *,
         wait: bool = True,
         record: str | os.PathLike[str] | None = None,
+        elicitation: ElicitationHandler | None = None,
         **fields: Any,
     ) -> None:
         self._spec = Spec.build(spec, **fields)
         self._wait = wait
         self._record = record
-        self._machine = SessionMachine(self._spec, era_cache=_ERA_CACHE)
+        # Only a feature with a handler is declared to the server (SPEC §9).
+        self._handlers: dict[str, ElicitationHandler] = (
+            {"elicitation/create": elicitation} if elicitation is not None else {}
+        )
+        self._machine = SessionMachine(
+            self._spec,
+            era_cache=_ERA_CACHE,
+            handlers=("elicitation",) if elicitation is not None else (),
+        )
         self._phase = "new"  # -> "running" -> "stopped": a client runs once
         self._stack: AsyncExitStack | None = None
         self._tasks: TaskGroup | None = None
@@ -109,6 +123,7 @@ class Client:
         self._waiters: dict[int, _Waiter] = {}
         self._slots: dict[int, ProcessSlot] = {}
         self._running: set[ProcessSlot] = set()
+        self._http: HttpExecutor | None = None
         self._deadline_changed: anyio.Event | None = None
         self._armed: float | None = None  # the deadline the timer task sleeps until
         self._host_scope = anyio.CancelScope(shield=True)
@@ -139,11 +154,12 @@ class Client:
                 file: IO[str] = stack.enter_context(
                     open(self._record, "w", encoding="utf-8")  # noqa: SIM115
                 )
-                self._recorder = Recorder(self._spec, file.write)
+                self._recorder = Recorder(self._spec, file.write, handlers=self._machine.handlers)
             host = await stack.enter_async_context(anyio.create_task_group())
             stack.push_async_callback(self._shutdown)
             self._deadline_changed = anyio.Event()
             self._tasks = await host.start(self._host)
+            self._http = HttpExecutor(self._feed, _now, self._tasks)
         except BaseException:
             await stack.aclose()
             raise
@@ -172,6 +188,8 @@ class Client:
                 self._recorder = None  # its file closes once the task group has ended
                 for slot in list(self._running):  # safety net: the machine should leave none
                     slot.kill()
+                if self._http is not None:  # the machine has aborted its requests already
+                    await self._http.aclose()
                 self._host_scope.cancel()  # process tasks reap their processes
 
     async def _host(
@@ -312,11 +330,20 @@ class Client:
             case SignalProcess():
                 if action.slot in self._slots:
                     self._slots[action.slot].signal(action.signal)
+            case StartHttp():
+                if self._http is not None:
+                    self._http.start(action)
+            case AbortHttp():
+                if self._http is not None:
+                    self._http.abort(action.stream)
             case Reply():
                 waiter = self._waiters.pop(action.ticket, None)
                 if waiter is not None:
                     waiter.reply = action
                     waiter.done.set()
+            case HandleServerRequest():
+                assert self._tasks is not None
+                self._tasks.start_soon(self._answer, self._handlers[action.method], action)
             case ProgressUpdate():
                 waiter = self._waiters.get(action.ticket)
                 if waiter is not None and waiter.progress is not None:
@@ -326,6 +353,25 @@ class Client:
                 logging.getLogger(action.logger).log(level, "%s", action.message)
             case _:
                 raise TypeError(f"unknown action {action!r}")
+
+    async def _answer(self, handler: ElicitationHandler, action: HandleServerRequest) -> None:
+        """Run the application's handler (plain or async); its failure is the server's
+        -32603, never ours."""
+        try:
+            result = handler(action.params)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            _log.exception("the %s handler raised; the server gets an error", action.method)
+            answer = ServerRequestAnswered(
+                now=_now(),
+                handle=action.handle,
+                error_code=-32603,
+                error_message=type(exc).__name__,
+            )
+        else:
+            answer = ServerRequestAnswered(now=_now(), handle=action.handle, result=dict(result))
+        self._feed(answer)
 
     async def _run_slot(self, slot: ProcessSlot, spawn: Spawn) -> None:
         self._running.add(slot)
@@ -347,6 +393,12 @@ class Client:
             delay = math.inf if deadline is None else deadline - _now()
             with anyio.move_on_after(delay):
                 await changed.wait()
+
+
+ElicitationHandler = Callable[[Mapping[str, Any]], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
+"""Answers ``elicitation/create``: given its params (``message``, ``requestedSchema``), returns
+(or awaits) the ElicitResult: ``{"action": "accept", "content": {...}}``, or ``decline``/
+``cancel``."""
 
 
 def _protect_background_tasks() -> None:
@@ -372,6 +424,7 @@ def _protect_background_tasks() -> None:
         Client._run_slot,
         ProcessSlot.run,
         *ProcessSlot.background_functions(),
+        *HttpExecutor.background_functions(),
     ):
         trio.lowlevel.enable_ki_protection(function)
 

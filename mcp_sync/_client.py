@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from mcp_core import (
+    AbortHttp,
     AwaitReady,
     CallTool,
     CallToolResult,
@@ -31,22 +32,26 @@ from mcp_core import (
     CloseStdin,
     Connect,
     Event,
+    HandleServerRequest,
     ListTools,
     Log,
     NotReady,
     ProgressUpdate,
     Recorder,
     Reply,
+    ServerRequestAnswered,
     SessionMachine,
     SignalProcess,
     Spawn,
     Spec,
+    StartHttp,
     Status,
     TimerFired,
     Tool,
     WriteStdin,
 )
 
+from ._http import HttpEvent, HttpExecutor
 from ._process import ProcessSlot
 
 __all__ = ["Client"]
@@ -84,13 +89,20 @@ class Client:
         *,
         wait: bool = True,
         record: str | os.PathLike[str] | None = None,
+        elicitation: ElicitationHandler | None = None,
         **fields: Any,
     ) -> None:
         """Raises ``InvalidSpec`` for a refused spec; nothing is started."""
         self._spec = Spec.build(spec, **fields)
         self._wait = wait
         self._record_path = record
-        self._machine = SessionMachine(self._spec, era_cache=_ERA_CACHE)
+        # Only a feature with a handler is declared to the server (SPEC §9).
+        self._handlers: dict[str, ElicitationHandler] = (
+            {"elicitation/create": elicitation} if elicitation is not None else {}
+        )
+        self._machine = SessionMachine(
+            self._spec, era_cache=_ERA_CACHE, handlers=_capabilities(self._handlers)
+        )
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)  # the timer waits on it
         self._state = "new"  # -> "running" -> "stopping" -> "stopped"; driver bookkeeping only
@@ -102,6 +114,7 @@ class Client:
         self._record_file: IO[str] | None = None
         self._recorder: Recorder | None = None
         self._timer: threading.Thread | None = None
+        self._http = HttpExecutor(self._feed_http, time.monotonic)
         self._stopped = threading.Event()
 
     @property
@@ -123,7 +136,9 @@ class Client:
                 raise NotReady("closed")
             if self._record_path is not None:  # an OSError here leaves the client unstarted
                 self._record_file = open(self._record_path, "w", encoding="utf-8")  # noqa: SIM115
-                self._recorder = Recorder(self._spec, self._record_file.write)
+                self._recorder = Recorder(
+                    self._spec, self._record_file.write, handlers=self._machine.handlers
+                )
             self._state = "running"
             self._timer = threading.Thread(
                 target=self._run_timer, name="mcp-sync-timer", daemon=True
@@ -273,6 +288,15 @@ class Client:
                 later = self._handle(event)
         _perform(later)
 
+    def _feed_http(self, event: HttpEvent) -> None:
+        """Feed an event of an HTTP request, unless the machine aborted it meanwhile (the
+        request thread may have read its bytes just before AbortHttp was performed)."""
+        later: list[Callable[[], None]] = []
+        with self._lock:
+            if self._http.is_live(event.stream):
+                later = self._handle(event)
+        _perform(later)
+
     def _handle(self, event: Event) -> list[Callable[[], None]]:
         """With the lock held: record and handle ``event``, perform the actions that cannot
         block, and return the others (to run once the lock is released)."""
@@ -302,6 +326,13 @@ class Client:
             elif isinstance(action, WriteStdin | CloseStdin | SignalProcess):
                 if action.slot in self._slots:
                     self._slots[action.slot].perform(action)
+            elif isinstance(action, StartHttp):
+                self._http.start(action)  # starts a thread; never blocks
+            elif isinstance(action, AbortHttp):
+                self._http.abort(action.stream)  # shuts its socket down; never blocks
+            elif isinstance(action, HandleServerRequest):
+                handler = self._handlers[action.method]
+                later.append(partial(self._answer_in_thread, handler, action))
             elif isinstance(action, ProgressUpdate):
                 waiter = self._waiters.get(action.ticket)
                 if waiter is not None and waiter.progress is not None:
@@ -314,6 +345,18 @@ class Client:
                 raise TypeError(f"unknown action {action!r}")
         self._wake.notify()  # the timer re-reads next_deadline()
         return later
+
+    def _answer_in_thread(self, handler: ElicitationHandler, action: HandleServerRequest) -> None:
+        # The handler may block on a person: it runs in its own thread, never under the lock.
+        def run() -> None:
+            self._submit_event(_answer(handler, action))
+
+        threading.Thread(target=run, name=f"mcp-{self.name}-handler", daemon=True).start()
+
+    def _submit_event(self, event: Event) -> None:
+        with self._lock:
+            later = self._handle(event)
+        _perform(later)
 
     def _run_timer(self) -> None:
         # One timer: sleep until machine.next_deadline(), or until a feed notifies `_wake`.
@@ -343,11 +386,34 @@ class Client:
             slots = [*self._old_slots, *self._slots.values()]
         for slot in slots:
             slot.kill_and_join(deadline)
+        self._http.close(deadline)  # the machine has aborted its requests already
         with self._lock:
             self._recorder = None
             if self._record_file is not None:
                 self._record_file.close()
         self._stopped.set()
+
+
+ElicitationHandler = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+"""Answers ``elicitation/create``: given its params (``message``, ``requestedSchema``), returns
+the ElicitResult: ``{"action": "accept", "content": {...}}``, or ``decline``/``cancel``."""
+
+
+def _capabilities(handlers: Mapping[str, object]) -> tuple[str, ...]:
+    return ("elicitation",) if "elicitation/create" in handlers else ()
+
+
+def _answer(handler: ElicitationHandler, action: HandleServerRequest) -> ServerRequestAnswered:
+    """Run the application's handler; its failure is the server's -32603, never ours."""
+    now = time.monotonic
+    try:
+        result = handler(action.params)
+    except Exception as exc:
+        _log.exception("the %s handler raised; the server gets an error", action.method)
+        return ServerRequestAnswered(
+            now=now(), handle=action.handle, error_code=-32603, error_message=type(exc).__name__
+        )
+    return ServerRequestAnswered(now=now(), handle=action.handle, result=dict(result))
 
 
 def _perform(later: list[Callable[[], None]]) -> None:

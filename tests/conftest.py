@@ -19,15 +19,19 @@ skipping its real-peer tests.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import settings
+
+from tests.servers.http_fault_server import HttpFaultServer
+from tests.servers.http_peers import HttpPeer, start_everything_http, start_py_http_server
 
 T = TypeVar("T")
 
@@ -204,3 +208,53 @@ def _process_group() -> Callable[[int], list[int]]:
 @pytest.fixture(name="wait_until")
 def _wait_until() -> Callable[..., object]:
     return wait_until
+
+
+# --- HTTP peers (tests/servers/http_peers.py) ---
+#
+#   http_fault_server                 a started HttpFaultServer() (legacy era, JSON answers)
+#   http_fault_server_factory(**kw)   more of them, e.g. (sse=True) or (era="modern") or a
+#                                     second one as a redirect target; all stopped at teardown
+#   py_http_server(mode)              the official-SDK HTTP server: stateful, stateless, json,
+#                                     resumable, modern or sse -> HttpPeer (.url)
+#   everything_http(mode)             server-everything: "streamableHttp" (.url ends /mcp) or
+#                                     "sse" (.url ends /sse) -> HttpPeer
+# Every peer listens on 127.0.0.1 on a port the OS chose and is gone when the test ends.
+
+
+@pytest.fixture(name="http_fault_server_factory")
+def _http_fault_server_factory() -> Iterator[Callable[..., HttpFaultServer]]:
+    servers: list[HttpFaultServer] = []
+
+    def start(**options: Any) -> HttpFaultServer:
+        server = HttpFaultServer(**options).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(name="http_fault_server")
+def _http_fault_server(
+    http_fault_server_factory: Callable[..., HttpFaultServer],
+) -> HttpFaultServer:
+    return http_fault_server_factory()
+
+
+@pytest.fixture(name="py_http_server")
+def _py_http_server() -> Iterator[Callable[[str], HttpPeer]]:
+    with contextlib.ExitStack() as stack:
+        yield lambda mode: stack.enter_context(start_py_http_server(mode))
+
+
+@pytest.fixture(name="everything_http")
+def _everything_http() -> Iterator[Callable[..., HttpPeer]]:
+    with contextlib.ExitStack() as stack:
+
+        def start(mode: str = "streamableHttp") -> HttpPeer:
+            executable = node_bin("mcp-server-everything")  # skips (fails in CI) if missing
+            return stack.enter_context(start_everything_http(mode, executable))
+
+        yield start

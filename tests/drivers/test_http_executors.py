@@ -1,0 +1,883 @@
+"""The HTTP executors of both drivers (mcp_asyncio on asyncio and trio, mcp_sync on threads)
+against a small real HTTP/1.1 server on loopback, with a list-collecting fake ``feed``: no
+SessionMachine involved. They pin down what the machine relies on: exact headers out, head and
+body streamed in as they arrive, keep-alive reuse (over TLS too), verified TLS, reasons without
+secrets, and an abort that ends a request in any phase (connecting, the TLS handshake, waiting
+for the head, reading a stalled body) with nothing fed after it and its connection closed."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import ipaddress
+import json
+import socket
+import ssl
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import h11
+import pytest
+
+from mcp_asyncio._http import HttpEvent
+from mcp_asyncio._http import HttpExecutor as AsyncExecutor
+from mcp_core import (
+    HttpBodyReceived,
+    HttpFailed,
+    HttpResponseEnded,
+    HttpResponseStarted,
+    StartHttp,
+)
+from mcp_sync._http import HttpExecutor as SyncExecutor
+from tests.conftest import wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+WAIT = 10.0  # the deadline of every wait for an event
+BIG_WAIT = 60.0  # for a thousand requests on a slow CI machine (asyncio takes ~3 s here)
+PROMPT = 2.0  # what "abort ends it promptly" means
+
+
+# --- the server ------------------------------------------------------------------------------
+
+
+class Server:
+    """HTTP/1.1 on 127.0.0.1 with h11, one thread per connection, keep-alive.
+
+    Routes: /json; /sse (one event, then the rest once `release` is set); /stall (the head and
+    one event, then nothing); /stall-head (nothing at all); /echo (the request as JSON);
+    /redirect (302). It counts accepted and open connections: a connection is closed when the
+    client closed it (the server reads EOF), so `open == 0` means nothing was left behind.
+    With `tls`, it speaks HTTPS; `silent`, it reads every connection until EOF and says nothing
+    (not even a TLS handshake).
+    """
+
+    def __init__(self, tls: ssl.SSLContext | None = None, *, silent: bool = False) -> None:
+        self._tls = tls
+        self._silent = silent
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.accepted = 0
+        self.open = 0
+        self.requests: list[str] = []  # targets, in arrival order
+        self.changed = threading.Condition()
+        self.release = threading.Event()
+        self._connections: list[socket.socket] = []
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
+
+    def wait(self, predicate: Callable[[], bool], timeout: float = WAIT) -> None:
+        with self.changed:
+            assert self.changed.wait_for(predicate, timeout), "the server never saw that"
+
+    def close(self) -> None:
+        self.release.set()
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes accept()
+        self._listener.close()
+        with self.changed:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        for thread in self._threads:
+            thread.join(WAIT)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            with self.changed:
+                self.accepted += 1
+                self.open += 1
+                self._connections.append(connection)
+                self.changed.notify_all()
+            thread = threading.Thread(target=self._serve, args=(connection,), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        peer = h11.Connection(h11.SERVER)
+        try:
+            if self._silent:
+                _read_until_eof(connection)
+                return
+            if self._tls is not None:
+                connection = self._tls.wrap_socket(connection, server_side=True)
+                with self.changed:  # the plain socket is detached now: close() needs this one
+                    self._connections.append(connection)
+            while (request := _read_request(peer, connection)) is not None:
+                with self.changed:
+                    self.requests.append(request[0].target.decode())
+                    self.changed.notify_all()
+                if not self._respond(peer, connection, *request):
+                    break
+                if peer.our_state is h11.MUST_CLOSE:
+                    break
+                peer.start_next_cycle()
+        except (OSError, h11.ProtocolError):
+            pass
+        finally:
+            connection.close()
+            with self.changed:
+                self.open -= 1
+                self.changed.notify_all()
+
+    def _respond(
+        self, peer: h11.Connection, connection: socket.socket, request: h11.Request, body: bytes
+    ) -> bool:
+        def send(*events: h11.Event) -> None:
+            for event in events:
+                connection.sendall(peer.send(event) or b"")
+
+        target = request.target.decode()
+        sse = [(b"Content-Type", b"text/event-stream")]
+        if target == "/json":
+            data = b'{"ok": true}'
+            headers = [
+                (b"Content-Type", b"application/json"),
+                (b"X-Trace", b"a"),
+                (b"Content-Length", str(len(data)).encode()),
+                (b"x-trace", b"b"),
+            ]
+            send(
+                h11.Response(status_code=200, headers=headers),
+                h11.Data(data=data),
+                h11.EndOfMessage(),
+            )
+        elif target == "/echo":
+            data = json.dumps(
+                {
+                    "method": request.method.decode(),
+                    "headers": [[n.decode(), v.decode()] for n, v in request.headers.raw_items()],
+                    "body": body.decode(),
+                }
+            ).encode()
+            send(
+                h11.Response(status_code=200, headers=[(b"Content-Length", b"%d" % len(data))]),
+                h11.Data(data=data),
+                h11.EndOfMessage(),
+            )
+        elif target == "/redirect":
+            headers = [(b"Location", b"/json"), (b"Content-Length", b"0")]
+            send(h11.Response(status_code=302, headers=headers), h11.EndOfMessage())
+        elif target == "/sse":  # chunked: h11 frames a body of unknown length
+            send(h11.Response(status_code=200, headers=sse), h11.Data(data=b"data: one\n\n"))
+            self.release.wait(WAIT)
+            send(
+                h11.Data(data=b"data: two\n\n"),
+                h11.Data(data=b"data: three\n\n"),
+                h11.EndOfMessage(),
+            )
+        elif target == "/stall":
+            send(h11.Response(status_code=200, headers=sse), h11.Data(data=b"data: one\n\n"))
+            _read_until_eof(connection)
+            return False
+        elif target == "/stall-head":
+            _read_until_eof(connection)
+            return False
+        else:
+            send(
+                h11.Response(status_code=404, headers=[(b"Content-Length", b"0")]),
+                h11.EndOfMessage(),
+            )
+        return True
+
+
+def _read_request(
+    peer: h11.Connection, connection: socket.socket
+) -> tuple[h11.Request, bytes] | None:
+    request: h11.Request | None = None
+    body = b""
+    while True:
+        event = peer.next_event()
+        if event is h11.NEED_DATA:
+            peer.receive_data(connection.recv(65536))
+        elif isinstance(event, h11.Request):
+            request = event
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            assert request is not None
+            return request, body
+        elif isinstance(event, h11.ConnectionClosed):
+            return None
+
+
+def _read_until_eof(connection: socket.socket) -> None:
+    # The client stays quiet until it closes the connection: EOF is the server's proof.
+    while connection.recv(65536):
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    server = Server()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(CA certificate, server certificate for 127.0.0.1 signed by it, server key) as PEM files.
+    cryptography comes with the official SDK (a dev dependency), through pyjwt[crypto]."""
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def issue(subject: str, key: Any, issuer: Any, issuer_key: Any, ca: bool) -> Any:
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(issuer or name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), False
+            )
+        )
+        if ca:
+            usage = x509.KeyUsage(False, False, False, False, False, True, True, False, False)
+            builder = builder.add_extension(usage, critical=True)
+        else:
+            address = x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
+            builder = builder.add_extension(x509.SubjectAlternativeName([address]), False)
+            server_auth = x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH])
+            builder = builder.add_extension(server_auth, False)
+        return builder.sign(issuer_key, hashes.SHA256())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = issue("test CA", ca_key, None, ca_key, ca=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = issue("127.0.0.1", key, ca.subject, ca_key, ca=False)
+    directory = tmp_path_factory.mktemp("tls")
+    paths = directory / "ca.pem", directory / "cert.pem", directory / "key.pem"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+@pytest.fixture
+def tls_server(tls_files: tuple[Path, Path, Path]) -> Iterator[Server]:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tls_files[1], tls_files[2])
+    server = Server(context)
+    server.url = server.url.replace("http:", "https:")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def trust_test_ca(tls_files: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    # OpenSSL's default verify paths (ssl.create_default_context) honour SSL_CERT_FILE.
+    monkeypatch.setenv("SSL_CERT_FILE", str(tls_files[0]))
+
+
+@pytest.fixture
+def silent_server() -> Iterator[Server]:
+    server = Server(silent=True)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def refused_url() -> str:
+    # A port that was just free: nothing listens on it.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/"
+
+
+@pytest.fixture
+def hanging_connect_url() -> Iterator[str]:
+    """A listener whose accept queue is full and never drained: the kernel drops further SYNs,
+    so a connect() to it hangs (Linux)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("relies on Linux dropping SYNs to a full accept queue")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(8):
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(("127.0.0.1", port))
+        fillers.append(filler)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+
+
+def _syn_sent_to(port: int) -> int:
+    """Sockets of this host in SYN_SENT towards 127.0.0.1:port (from /proc/net/tcp)."""
+    count = 0
+    with open("/proc/net/tcp", encoding="ascii") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            if fields[2].endswith(f":{port:04X}") and fields[3] == "02":
+                count += 1
+    return count
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].strip("/"))
+
+
+def _action(
+    stream: int,
+    url: str,
+    *,
+    method: str = "GET",
+    headers: tuple[tuple[str, str], ...] = (),
+    body: bytes | None = None,
+) -> StartHttp:
+    return StartHttp(stream=stream, method=method, url=url, headers=headers, body=body)
+
+
+# --- what every exchange must look like ----------------------------------------------------
+
+
+def _of(events: list[HttpEvent], stream: int) -> list[HttpEvent]:
+    return [event for event in events if event.stream == stream]
+
+
+def _by_stream(events: list[HttpEvent]) -> dict[int, list[HttpEvent]]:
+    grouped: dict[int, list[HttpEvent]] = {}
+    for event in events:
+        grouped.setdefault(event.stream, []).append(event)
+    return grouped
+
+
+def _finished(events: list[HttpEvent], stream: int) -> bool:
+    mine = _of(events, stream)
+    return bool(mine) and isinstance(mine[-1], HttpResponseEnded | HttpFailed)
+
+
+def _exchange(events: list[HttpEvent], stream: int) -> tuple[HttpResponseStarted, bytes]:
+    """The head and the whole body of a completed exchange, checking the event order."""
+    mine = _of(events, stream)
+    assert isinstance(mine[0], HttpResponseStarted), mine
+    assert isinstance(mine[-1], HttpResponseEnded), mine
+    assert all(isinstance(event, HttpBodyReceived) for event in mine[1:-1]), mine
+    times = [event.now for event in mine]
+    assert times == sorted(times)
+    return mine[0], b"".join(e.data for e in mine[1:-1] if isinstance(e, HttpBodyReceived))
+
+
+def _check_json(events: list[HttpEvent], stream: int) -> None:
+    head, body = _exchange(events, stream)
+    assert head.status == 200
+    assert head.headers[:2] == (("Content-Type", "application/json"), ("X-Trace", "a"))
+    assert head.headers[3] == ("x-trace", "b")  # server order and spelling kept
+    assert json.loads(body) == {"ok": True}
+
+
+def _check_echo(events: list[HttpEvent], stream: int, server: Server) -> None:
+    _head, body = _exchange(events, stream)
+    seen = json.loads(body)
+    assert seen["method"] == "POST"
+    assert seen["body"] == '{"x": 1}'
+    # Exactly the headers given, plus Host and the framing header: nothing else.
+    assert seen["headers"] == [
+        ["Host", f"127.0.0.1:{server.port}"],
+        ["Accept", "application/json, text/event-stream"],
+        ["Authorization", "Bearer s3cret"],
+        ["Content-Length", "8"],
+    ]
+
+
+ECHO_HEADERS = (
+    ("Accept", "application/json, text/event-stream"),
+    ("Authorization", "Bearer s3cret"),
+)
+
+
+def _http_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("mcp-sync-http-")]
+
+
+# --- mcp_sync ------------------------------------------------------------------------------
+
+
+class SyncHarness:
+    """A sync executor feeding a list. Like the sync client, the feed drops an event whose
+    stream was aborted meanwhile, checked under the lock that abort() also runs under."""
+
+    def __init__(self) -> None:
+        self.events: list[HttpEvent] = []
+        self.ended = 0  # HttpResponseEnded events: counted as they come, for the big test
+        self._changed = threading.Condition()
+        self.executor = SyncExecutor(self._feed, time.monotonic)
+
+    def _feed(self, event: HttpEvent) -> None:
+        with self._changed:
+            if self.executor.is_live(event.stream):
+                self.events.append(event)
+                self.ended += isinstance(event, HttpResponseEnded)
+                self._changed.notify_all()
+
+    def start(self, action: StartHttp) -> None:
+        with self._changed:
+            self.executor.start(action)
+
+    def abort(self, stream: int) -> None:
+        with self._changed:
+            self.executor.abort(stream)
+
+    def wait_for(self, predicate: Callable[[list[HttpEvent]], bool], timeout: float = WAIT) -> None:
+        with self._changed:
+            assert self._changed.wait_for(lambda: predicate(self.events), timeout), self.events
+
+    def snapshot(self) -> list[HttpEvent]:
+        with self._changed:
+            return list(self.events)
+
+    def join_threads(self, timeout: float = PROMPT) -> None:
+        """Every request thread ends within `timeout`: waits for it, fails if it does not."""
+        deadline = time.monotonic() + timeout
+        for thread in _http_threads():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        assert _http_threads() == []
+        assert self.executor.in_flight == 0
+
+
+@pytest.fixture
+def sync_harness() -> Iterator[SyncHarness]:
+    harness = SyncHarness()
+    try:
+        yield harness
+    finally:
+        harness.executor.close(time.monotonic() + WAIT)
+        assert _http_threads() == []
+
+
+def test_sync_json_and_exact_headers(sync_harness: SyncHarness, server: Server) -> None:
+    sync_harness.start(_action(1, server.url + "/json"))
+    sync_harness.start(
+        _action(2, server.url + "/echo", method="POST", headers=ECHO_HEADERS, body=b'{"x": 1}')
+    )
+    sync_harness.wait_for(lambda events: _finished(events, 1) and _finished(events, 2))
+    _check_json(sync_harness.events, 1)
+    _check_echo(sync_harness.events, 2, server)
+
+
+def test_sync_sse_events_arrive_before_the_body_ends(
+    sync_harness: SyncHarness, server: Server
+) -> None:
+    sync_harness.start(_action(1, server.url + "/sse"))
+    sync_harness.wait_for(lambda events: any(isinstance(e, HttpBodyReceived) for e in events))
+    assert not _finished(sync_harness.snapshot(), 1)  # the server holds the rest back
+    server.release.set()
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    head, body = _exchange(sync_harness.events, 1)
+    assert head.headers == (("Content-Type", "text/event-stream"), ("Transfer-Encoding", "chunked"))
+    assert body == b"data: one\n\ndata: two\n\ndata: three\n\n"
+
+
+def test_sync_abort_ends_a_stalled_body(sync_harness: SyncHarness, server: Server) -> None:
+    sync_harness.start(_action(1, server.url + "/stall"))
+    sync_harness.wait_for(lambda events: any(isinstance(e, HttpBodyReceived) for e in events))
+    before = sync_harness.snapshot()
+    sync_harness.abort(1)
+    sync_harness.join_threads()
+    assert sync_harness.snapshot() == before  # no HttpFailed, nothing after the abort
+    server.wait(lambda: server.open == 0)  # the half-read connection was closed, not pooled
+    assert not sync_harness.executor.is_live(1)
+
+
+def test_sync_abort_while_waiting_for_the_head(sync_harness: SyncHarness, server: Server) -> None:
+    sync_harness.start(_action(1, server.url + "/stall-head"))
+    server.wait(lambda: server.requests == ["/stall-head"])
+    sync_harness.abort(1)
+    sync_harness.join_threads()
+    server.wait(lambda: server.open == 0)
+    assert sync_harness.snapshot() == []
+
+
+def test_sync_abort_while_connecting(sync_harness: SyncHarness, hanging_connect_url: str) -> None:
+    port = _port(hanging_connect_url)
+    baseline = _syn_sent_to(port)
+    sync_harness.start(_action(1, hanging_connect_url))
+    wait_until(lambda: _syn_sent_to(port) > baseline, WAIT, message="connect() is pending")
+    sync_harness.abort(1)
+    sync_harness.join_threads()
+    assert sync_harness.snapshot() == []
+
+
+def test_sync_close_aborts_everything(sync_harness: SyncHarness, server: Server) -> None:
+    for stream, path in enumerate(["/stall", "/stall-head", "/stall"]):
+        sync_harness.start(_action(stream, server.url + path))
+    server.wait(lambda: len(server.requests) == 3)
+    before = sync_harness.snapshot()
+    sync_harness.executor.close(time.monotonic() + PROMPT)
+    sync_harness.join_threads(0.0)
+    server.wait(lambda: server.open == 0)
+    assert sync_harness.snapshot() == before
+    sync_harness.executor.start(_action(9, server.url + "/json"))  # ignored once closed
+    assert _http_threads() == []
+
+
+def test_sync_tls_is_verified_and_kept_alive(
+    sync_harness: SyncHarness, tls_server: Server, trust_test_ca: None
+) -> None:
+    sync_harness.start(_action(1, tls_server.url + "/json"))
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    sync_harness.start(_action(2, tls_server.url + "/json"))
+    sync_harness.wait_for(lambda events: _finished(events, 2))
+    _check_json(sync_harness.events, 1)
+    _check_json(sync_harness.events, 2)
+    assert tls_server.accepted == 1  # one TLS handshake for both
+
+
+def test_sync_tls_refuses_an_unknown_certificate(
+    sync_harness: SyncHarness, tls_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    sync_harness.start(_action(1, tls_server.url + "/json"))
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    [failed] = sync_harness.events
+    assert isinstance(failed, HttpFailed)
+    assert failed.reason.startswith("ConnectError: [SSL: CERTIFICATE_VERIFY_FAILED]")
+
+
+def test_sync_abort_during_the_tls_handshake(
+    sync_harness: SyncHarness, silent_server: Server
+) -> None:
+    sync_harness.start(_action(1, silent_server.url.replace("http:", "https:") + "/"))
+    silent_server.wait(lambda: silent_server.accepted == 1)
+    sync_harness.abort(1)
+    sync_harness.join_threads()
+    silent_server.wait(lambda: silent_server.open == 0)
+    assert sync_harness.snapshot() == []
+
+
+def test_sync_connection_refused(sync_harness: SyncHarness, refused_url: str) -> None:
+    sync_harness.start(_action(1, refused_url))
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    assert sync_harness.events == [
+        HttpFailed(
+            now=sync_harness.events[0].now,
+            stream=1,
+            reason="ConnectError: [Errno 111] Connection refused",
+        )
+    ]
+
+
+def test_sync_keeps_the_connection_alive(sync_harness: SyncHarness, server: Server) -> None:
+    sync_harness.start(_action(1, server.url + "/json"))
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    sync_harness.start(_action(2, server.url + "/json"))
+    sync_harness.wait_for(lambda events: _finished(events, 2))
+    _check_json(sync_harness.events, 1)
+    _check_json(sync_harness.events, 2)
+    assert server.accepted == 1
+
+
+def test_sync_follows_no_redirect(sync_harness: SyncHarness, server: Server) -> None:
+    sync_harness.start(_action(1, server.url + "/redirect"))
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    head, _body = _exchange(sync_harness.events, 1)
+    assert head.status == 302
+    assert server.requests == ["/redirect"]
+
+
+def test_sync_failure_reasons_hold_no_header_value(
+    sync_harness: SyncHarness, server: Server
+) -> None:
+    sync_harness.start(_action(1, server.url + "/json", headers=(("X-Key", "s3cret\r\nX: y"),)))
+    sync_harness.start(_action(2, server.url + "/json", headers=(("X-Key", "s3cret\u2603"),)))
+    sync_harness.start(_action(3, "ftp://user:s3cret@127.0.0.1/"))
+    sync_harness.wait_for(lambda events: all(_finished(events, s) for s in (1, 2, 3)))
+    reasons = {e.stream: e.reason for e in sync_harness.events if isinstance(e, HttpFailed)}
+    assert reasons[1] == "LocalProtocolError"
+    assert reasons[2] == "UnicodeEncodeError"
+    assert reasons[3].startswith("UnsupportedProtocol")
+    assert not any("s3cret" in reason for reason in reasons.values())
+
+
+@pytest.mark.slow
+def test_sync_a_thousand_requests_leave_nothing_behind(
+    sync_harness: SyncHarness, server: Server
+) -> None:
+    streams = range(1000)
+    for stream in streams:
+        sync_harness.start(_action(stream, server.url + "/json"))
+    sync_harness.wait_for(lambda _: sync_harness.ended == len(streams), BIG_WAIT)
+    for stream, events in _by_stream(sync_harness.events).items():
+        _check_json(events, stream)
+    assert 1 <= server.accepted <= 32
+    sync_harness.join_threads(WAIT)
+    sync_harness.executor.close(time.monotonic() + WAIT)
+    server.wait(lambda: server.open == 0)  # every pooled connection was closed
+
+
+# --- mcp_asyncio ---------------------------------------------------------------------------
+
+
+class AsyncHarness:
+    """An async executor in its own task group, feeding a list."""
+
+    def __init__(self, tasks: Any) -> None:
+        self.events: list[HttpEvent] = []
+        self.ended = 0
+        self._changed = anyio.Event()
+        self.executor = AsyncExecutor(self._feed, time.monotonic, tasks)
+
+    def _feed(self, event: HttpEvent) -> None:
+        self.events.append(event)
+        self.ended += isinstance(event, HttpResponseEnded)
+        self._changed.set()
+
+    async def wait_for(
+        self, predicate: Callable[[list[HttpEvent]], bool], timeout: float = WAIT
+    ) -> None:
+        with anyio.fail_after(timeout):
+            while not predicate(self.events):
+                self._changed = anyio.Event()
+                await self._changed.wait()
+
+
+async def _server_wait(server: Server, predicate: Callable[[], bool]) -> None:
+    await anyio.to_thread.run_sync(server.wait, predicate)
+
+
+@contextlib.asynccontextmanager
+async def _async_harness(*, close: bool = True, timeout: float = 2 * WAIT) -> Any:
+    """Yields a harness in a task group of its own; on exit closes the executor (unless
+    `close` is false) and waits for every request task to end."""
+    with anyio.fail_after(timeout):
+        async with anyio.create_task_group() as tasks:
+            harness = AsyncHarness(tasks)
+            try:
+                yield harness
+            finally:
+                if close:
+                    await harness.executor.aclose()
+    assert harness.executor.in_flight == 0
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.mark.anyio
+async def test_async_json_and_exact_headers(server: Server) -> None:
+    async with _async_harness() as harness:
+        harness.executor.start(_action(1, server.url + "/json"))
+        harness.executor.start(
+            _action(2, server.url + "/echo", method="POST", headers=ECHO_HEADERS, body=b'{"x": 1}')
+        )
+        await harness.wait_for(lambda events: _finished(events, 1) and _finished(events, 2))
+        _check_json(harness.events, 1)
+        _check_echo(harness.events, 2, server)
+
+
+@pytest.mark.anyio
+async def test_async_sse_events_arrive_before_the_body_ends(server: Server) -> None:
+    async with _async_harness() as harness:
+        harness.executor.start(_action(1, server.url + "/sse"))
+        await harness.wait_for(lambda events: any(isinstance(e, HttpBodyReceived) for e in events))
+        assert not _finished(harness.events, 1)
+        server.release.set()
+        await harness.wait_for(lambda events: _finished(events, 1))
+        _head, body = _exchange(harness.events, 1)
+        assert body == b"data: one\n\ndata: two\n\ndata: three\n\n"
+
+
+@pytest.mark.anyio
+async def test_async_abort_ends_a_stalled_body(server: Server) -> None:
+    # Not closed: leaving the task group proves the aborted task ended by itself.
+    async with _async_harness(close=False) as harness:
+        harness.executor.start(_action(1, server.url + "/stall"))
+        await harness.wait_for(lambda events: any(isinstance(e, HttpBodyReceived) for e in events))
+        before = list(harness.events)
+        harness.executor.abort(1)
+        aborted = time.monotonic()
+    assert time.monotonic() - aborted < PROMPT  # the task group waited for the aborted task
+    assert harness.events == before
+    await _server_wait(server, lambda: server.open == 0)
+    await harness.executor.aclose()
+
+
+@pytest.mark.anyio
+async def test_async_abort_while_waiting_for_the_head(server: Server) -> None:
+    async with _async_harness(close=False) as harness:
+        harness.executor.start(_action(1, server.url + "/stall-head"))
+        await _server_wait(server, lambda: server.requests == ["/stall-head"])
+        harness.executor.abort(1)
+        aborted = time.monotonic()
+    assert time.monotonic() - aborted < PROMPT
+    assert harness.events == []
+    await _server_wait(server, lambda: server.open == 0)
+    await harness.executor.aclose()
+
+
+@pytest.mark.anyio
+async def test_async_abort_while_connecting(hanging_connect_url: str) -> None:
+    port = _port(hanging_connect_url)
+    baseline = _syn_sent_to(port)
+    async with _async_harness(close=False) as harness:
+        harness.executor.start(_action(1, hanging_connect_url))
+        with anyio.fail_after(WAIT):
+            while _syn_sent_to(port) <= baseline:  # no event for a pending connect: poll
+                await anyio.sleep(0.01)
+        harness.executor.abort(1)
+        aborted = time.monotonic()
+    assert time.monotonic() - aborted < PROMPT
+    assert harness.events == []
+    await harness.executor.aclose()
+
+
+@pytest.mark.anyio
+async def test_async_aclose_aborts_everything(server: Server) -> None:
+    async with _async_harness() as harness:
+        for stream, path in enumerate(["/stall", "/stall-head", "/stall"]):
+            harness.executor.start(_action(stream, server.url + path))
+        await _server_wait(server, lambda: len(server.requests) == 3)
+        before = list(harness.events)
+        await harness.executor.aclose()
+        assert harness.events == before
+        harness.executor.start(_action(9, server.url + "/json"))  # ignored once closed
+    await _server_wait(server, lambda: server.open == 0)
+    assert server.requests[3:] == []
+
+
+@pytest.mark.anyio
+async def test_async_tls_is_verified_and_kept_alive(
+    tls_server: Server, trust_test_ca: None
+) -> None:
+    async with _async_harness() as harness:
+        harness.executor.start(_action(1, tls_server.url + "/json"))
+        await harness.wait_for(lambda events: _finished(events, 1))
+        harness.executor.start(_action(2, tls_server.url + "/json"))
+        await harness.wait_for(lambda events: _finished(events, 2))
+        _check_json(harness.events, 1)
+        _check_json(harness.events, 2)
+        assert tls_server.accepted == 1
+
+
+@pytest.mark.anyio
+async def test_async_tls_refuses_an_unknown_certificate(
+    tls_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    async with _async_harness() as harness:
+        harness.executor.start(_action(1, tls_server.url + "/json"))
+        await harness.wait_for(lambda events: _finished(events, 1))
+        [failed] = harness.events
+        assert isinstance(failed, HttpFailed)
+        assert failed.reason.startswith("ConnectError")
+        assert "CERTIFICATE_VERIFY_FAILED" in failed.reason
+
+
+@pytest.mark.anyio
+async def test_async_abort_during_the_tls_handshake(silent_server: Server) -> None:
+    async with _async_harness(close=False) as harness:
+        harness.executor.start(_action(1, silent_server.url.replace("http:", "https:") + "/"))
+        await _server_wait(silent_server, lambda: silent_server.accepted == 1)
+        harness.executor.abort(1)
+        aborted = time.monotonic()
+    assert time.monotonic() - aborted < PROMPT
+    assert harness.events == []
+    await _server_wait(silent_server, lambda: silent_server.open == 0)
+    await harness.executor.aclose()
+
+
+@pytest.mark.anyio
+async def test_async_connection_refused(refused_url: str) -> None:
+    async with _async_harness() as harness:
+        harness.executor.start(_action(1, refused_url))
+        await harness.wait_for(lambda events: _finished(events, 1))
+        [failed] = harness.events
+        assert isinstance(failed, HttpFailed)
+        assert failed.reason.startswith("ConnectError")
+
+
+@pytest.mark.anyio
+async def test_async_keeps_the_connection_alive(server: Server) -> None:
+    async with _async_harness() as harness:
+        harness.executor.start(_action(1, server.url + "/json"))
+        await harness.wait_for(lambda events: _finished(events, 1))
+        harness.executor.start(_action(2, server.url + "/json"))
+        await harness.wait_for(lambda events: _finished(events, 2))
+        _check_json(harness.events, 1)
+        _check_json(harness.events, 2)
+        assert server.accepted == 1
+
+
+@pytest.mark.anyio
+async def test_async_follows_no_redirect(server: Server) -> None:
+    async with _async_harness() as harness:
+        harness.executor.start(_action(1, server.url + "/redirect"))
+        await harness.wait_for(lambda events: _finished(events, 1))
+        head, _body = _exchange(harness.events, 1)
+        assert head.status == 302
+        assert server.requests == ["/redirect"]
+
+
+@pytest.mark.anyio
+async def test_async_failure_reasons_hold_no_header_value(server: Server) -> None:
+    async with _async_harness() as harness:
+        harness.executor.start(
+            _action(1, server.url + "/json", headers=(("X-Key", "s3cret\r\nX: y"),))
+        )
+        harness.executor.start(
+            _action(2, server.url + "/json", headers=(("X-Key", "s3cret\u2603"),))
+        )
+        harness.executor.start(_action(3, "ftp://user:s3cret@127.0.0.1/"))
+        await harness.wait_for(lambda events: all(_finished(events, s) for s in (1, 2, 3)))
+        reasons = {e.stream: e.reason for e in harness.events if isinstance(e, HttpFailed)}
+        assert reasons[1] == "LocalProtocolError"
+        assert reasons[2] == "UnicodeEncodeError"
+        assert reasons[3].startswith("UnsupportedProtocol")
+        assert not any("s3cret" in reason for reason in reasons.values())
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_async_a_thousand_requests_leave_nothing_behind(server: Server) -> None:
+    streams = range(1000)
+    async with _async_harness(timeout=BIG_WAIT + WAIT) as harness:
+        for stream in streams:
+            harness.executor.start(_action(stream, server.url + "/json"))
+        await harness.wait_for(lambda _: harness.ended == len(streams), BIG_WAIT)
+        for stream, events in _by_stream(harness.events).items():
+            _check_json(events, stream)
+        assert 1 <= server.accepted <= 32
+    await _server_wait(server, lambda: server.open == 0)  # every pooled connection was closed

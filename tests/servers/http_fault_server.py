@@ -1,0 +1,933 @@
+"""A Streamable HTTP MCP server we control, for fault injection. h11 on plain sockets, one thread
+per connection, 127.0.0.1 only.
+
+In-process (tests):
+    with HttpFaultServer() as server:          # started on a free port, stopped on exit
+        server.url                             # http://127.0.0.1:PORT/mcp
+        server.set_fault("expire_session")     # the next request carrying a session id: 404
+        ...
+        server.requests                        # every request received, in order
+        server.wait_for_request(lambda r: r.method == "DELETE")
+
+As a subprocess: python tests/servers/http_fault_server.py [--sse] [--era E] [--get-stream]
+[--retry-ms N] prints "listening http://127.0.0.1:PORT/mcp" and serves until SIGTERM or SIGINT.
+It is then controlled over HTTP (these requests are not recorded):
+    POST /_control/fault     {"kind": K, "method": M, "http_method": H, "times": N, "options": {}}
+    POST /_control/reset     drop the faults and the recorded requests
+    GET  /_control/requests  the recorded requests as JSON (body decoded as UTF-8)
+
+The server (legacy shape, 2025-11-25 transports):
+  POST initialize            a new session: Mcp-Session-Id on the answer; the version offered if
+                             this server knows it, else 2025-11-25
+  POST notification/response 202, no body
+  POST tools/list            one tool, echo {text}
+  POST tools/call echo       the text back; ping -> {}; other methods -32601 (HTTP 200)
+  answers                    application/json, or with sse=True text/event-stream: a priming
+                             event (id, empty data, `retry` if retry_ms is set) then the answer
+                             with an id; every event is kept so GET + Last-Event-ID replays the
+                             rest of its stream
+  session checks             a request other than initialize without Mcp-Session-Id: 400; with
+                             an unknown or expired one: 404; MCP-Protocol-Version, when sent,
+                             must be a version this server knows (400 otherwise)
+  GET                        405 (Allow: POST, DELETE); with Last-Event-ID of a known stream:
+                             replays the events after it and ends; with get_stream=True: an SSE
+                             stream carrying what push() is given
+  DELETE                     ends the session, 200 (delete_status changes it); recorded
+era="modern" (2026-07-28 only, POST only) and era="dual" (both) add the modern shape: a request
+whose MCP-Protocol-Version header is not a handshake version is self-contained: checked like the
+SDK does (unknown version: 400 -32022 {supported, requested}; _meta version missing: 400
+-32602; header and _meta or Mcp-Method/Mcp-Name and body disagree: 400 -32020), then
+`server/discover` gets a DiscoverResult, tools/list and tools/call as above with resultType and
+serverInfo _meta; an unknown method is 404 -32601. A modern-only server answers `initialize`
+and any request without a modern version header with 400 -32022, and GET/DELETE with 405. A
+legacy server answers a modern probe as legacy servers do: 400 -32000 (no session).
+
+Faults: set_fault(kind, method=None, http_method="POST", times=1, **options) arms a fault for the
+next `times` matching requests to the MCP path (None: every one). A request matches when its
+HTTP method is `http_method` and its JSON-RPC method is `method`; with method=None, any POST
+carrying a request (not a notification), or any request at all for other HTTP methods. Faults
+are tried in the order they were set; the first that matches is used up. Kinds and options:
+  expire_session            forget the session this request carries (only requests carrying a
+                            live session id match): it and every later use of that id get 404
+  status                    status=N, headers=[(name, value)], body=str|dict (default: a short
+                            text); 401 adds WWW-Authenticate: Bearer resource_metadata="<origin>
+                            /.well-known/oauth-protected-resource" and 429 Retry-After:
+                            `retry_after` (default "1") unless `headers` names them
+  unauthorized, forbidden, server_error, rate_limited     status 401, 403, 500, 429
+  drop_sse                  answer 200 text/event-stream with the priming event (id, `retry:`
+                            retry_ms, default 50) and close the connection mid-stream (abrupt=
+                            False: end the body cleanly instead); the answer is kept, and a GET
+                            with that Last-Event-ID replays it
+  huge                      a 200 answer of `mib` MiB (default 20) with Content-Length: JSON, or
+                            one SSE event with sse=True (default: the server's `sse`)
+  stall_headers             read the request, never answer (until stop)
+  stall_body                send 200 and part of a body, then nothing more (sse=True, the
+                            default: the headers and a priming event; sse=False: half of a JSON
+                            body of a larger Content-Length)
+  redirect                  307 (or `status`) to `location`
+  empty_200                 200 with an empty body (content_type, default application/json)
+  disconnect                close the connection without an answer
+  unsupported_version       400 {"error": {"code": -32022, "data": {"supported": `supported`
+                            (default ["2026-07-28"]), "requested": ...}}}
+Every request is recorded (RecordedRequest: method, path, headers, body, at, fault) before any
+fault applies, so a stalled request is recorded too.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import itertools
+import json
+import queue
+import re
+import selectors
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import h11
+
+HOST = "127.0.0.1"
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_HANDSHAKE = "2025-11-25"
+MODERN_VERSIONS = ("2026-07-28",)
+PV_META = "io.modelcontextprotocol/protocolVersion"
+SERVER_INFO = {"name": "fault-http", "version": "1"}
+ECHO_TOOL = {
+    "name": "echo",
+    "description": "Return the text unchanged.",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+}
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+MAX_REQUESTS_PER_CONNECTION = 100_000
+STALL_LIMIT = 600.0  # a stall ends at stop() or after this long, whichever comes first
+JOIN_TIMEOUT = 5.0
+STATUS_KINDS = {"unauthorized": 401, "forbidden": 403, "server_error": 500, "rate_limited": 429}
+FAULT_KINDS = {
+    "expire_session",
+    "status",
+    *STATUS_KINDS,
+    "drop_sse",
+    "huge",
+    "stall_headers",
+    "stall_body",
+    "redirect",
+    "empty_200",
+    "disconnect",
+    "unsupported_version",
+}
+_B64_SENTINEL = re.compile(r"=\?base64\?(?P<payload>[A-Za-z0-9+/]*={0,2})\?=")
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One HTTP request as received. Header names are lower-case; values are str (latin-1)."""
+
+    method: str
+    path: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    at: float  # time.monotonic() when the request was complete
+    fault: str | None  # the fault kind applied to it, if any
+
+    def header(self, name: str) -> str | None:
+        """The value of header `name` (any case), None when absent; repeated values are joined."""
+        values = [value for key, value in self.headers if key == name.lower()]
+        return ", ".join(values) if values else None
+
+    @property
+    def json(self) -> Any:
+        """The body as JSON, None when empty or not JSON."""
+        try:
+            return json.loads(self.body) if self.body else None
+        except ValueError:
+            return None
+
+    @property
+    def rpc_method(self) -> str | None:
+        message = self.json
+        return message.get("method") if isinstance(message, dict) else None
+
+
+@dataclass
+class Fault:
+    kind: str
+    method: str | None
+    http_method: str
+    remaining: int | None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Answer:
+    """What the normal (fault-free) server says to one POST."""
+
+    status: int
+    message: Message | None = None
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    modern: bool = False
+
+
+class _Drop(Exception):
+    """Close the connection now, without ending the response."""
+
+
+class _Exchange:
+    """One request/response on a connection: writes through h11 to the socket."""
+
+    def __init__(self, sock: socket.socket, conn: h11.Connection) -> None:
+        self.sock = sock
+        self.conn = conn
+
+    def send(self, event: h11.Event) -> None:
+        data = self.conn.send(event)
+        if data:
+            self.sock.sendall(data)
+
+    def head(self, status: int, headers: list[tuple[str, str]]) -> None:
+        self.send(h11.Response(status_code=status, headers=headers))
+
+    def data(self, chunk: bytes) -> None:
+        self.send(h11.Data(data=chunk))
+
+    def end(self) -> None:
+        self.send(h11.EndOfMessage())
+
+    def full(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
+        if status not in (204, 304):  # these must not carry Content-Length
+            headers = [*headers, ("content-length", str(len(body)))]
+        self.head(status, headers)
+        if body:
+            self.data(body)
+        self.end()
+
+    def json(self, status: int, message: Any, headers: list[tuple[str, str]] | None = None) -> None:
+        body = json.dumps(message, separators=(",", ":")).encode()
+        self.full(status, [("content-type", "application/json"), *(headers or [])], body)
+
+
+def sse_event(
+    data: str, *, event_id: str | None = None, retry: int | None = None, event: str | None = None
+) -> bytes:
+    lines = []
+    if event_id is not None:
+        lines.append(f"id: {event_id}")
+    if retry is not None:
+        lines.append(f"retry: {retry}")
+    if event is not None:
+        lines.append(f"event: {event}")
+    lines += [f"data: {line}" for line in data.split("\n")]
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+def _rpc_error(request_id: Any, code: int, message: str, data: Any = None) -> Message:
+    error: Message = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _decode_header_value(value: str | None) -> str | None:
+    """Undo the modern `=?base64?...?=` header encoding; None for a malformed one."""
+    if value is None:
+        return None
+    match = _B64_SENTINEL.fullmatch(value)
+    if match is None:
+        return value
+    try:
+        return base64.b64decode(match.group("payload"), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+class HttpFaultServer:
+    """See the module docstring. Every public method is thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        sse: bool = False,
+        era: str = "legacy",
+        get_stream: bool = False,
+        retry_ms: int | None = None,
+        delete_status: int = 200,
+        path: str = "/mcp",
+    ) -> None:
+        if era not in ("legacy", "modern", "dual"):
+            raise ValueError(f"era must be legacy, modern or dual, not {era!r}")
+        self.sse = sse
+        self.era = era
+        self.get_stream = get_stream
+        self.retry_ms = retry_ms
+        self.delete_status = delete_status
+        self.path = path
+        self.port = 0
+        self._cond = threading.Condition()
+        self._requests: list[RecordedRequest] = []
+        self._faults: list[Fault] = []
+        self._live_sessions: set[str] = set()
+        self._sessions: list[str] = []
+        self._streams: dict[str, list[tuple[str, bytes]]] = {}  # stream -> [(event id, event)]
+        self._push_queues: list[queue.Queue[Message | None]] = []  # None: stop
+        self._stream_ids = itertools.count(1)
+        self._stopping = threading.Event()
+        self._listener: socket.socket | None = None
+        self._wake_r: socket.socket | None = None  # written by stop() to wake the accept loop
+        self._wake_w: socket.socket | None = None
+        self._conns: set[socket.socket] = set()
+        self._threads: list[threading.Thread] = []
+
+    # --- lifecycle ---
+
+    @property
+    def origin(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return self.origin + self.path
+
+    def start(self) -> HttpFaultServer:
+        self._wake_r, self._wake_w = socket.socketpair()
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((HOST, 0))
+        listener.listen(64)
+        self._listener = listener
+        self.port = listener.getsockname()[1]
+        thread = threading.Thread(target=self._accept_loop, name="fault-http-accept", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        """Stop accepting, end every stall and cut every connection; waits for the threads
+        (at most JOIN_TIMEOUT each: they are daemons, a stuck one cannot keep the process up)."""
+        if self._stopping.is_set() or self._wake_r is None or self._wake_w is None:
+            return  # stopped already, or never started
+        self._stopping.set()
+        self._wake_w.send(b"x")
+        if self._threads:
+            self._threads[0].join(JOIN_TIMEOUT)  # the accept loop: no new connection after this
+        with self._cond:
+            conns = list(self._conns)
+            threads = list(self._threads[1:])
+            inboxes = list(self._push_queues)
+        for inbox in inboxes:
+            inbox.put(None)  # ends that GET stream
+        for sock in conns:
+            _shutdown(sock)
+        for thread in threads:
+            thread.join(JOIN_TIMEOUT)
+        if self._listener is not None:
+            self._listener.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def __enter__(self) -> HttpFaultServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # --- control ---
+
+    def set_fault(
+        self,
+        kind: str,
+        *,
+        method: str | None = None,
+        http_method: str = "POST",
+        times: int | None = 1,
+        **options: Any,
+    ) -> None:
+        """Arm a fault (see the module docstring); ValueError for an unknown kind."""
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {kind!r}; known: {sorted(FAULT_KINDS)}")
+        if kind == "status" and "status" not in options:
+            raise ValueError("fault 'status' needs status=")
+        if kind == "redirect" and "location" not in options:
+            raise ValueError("fault 'redirect' needs location=")
+        with self._cond:
+            self._faults.append(Fault(kind, method, http_method.upper(), times, options))
+
+    def clear_faults(self) -> None:
+        with self._cond:
+            self._faults.clear()
+
+    def reset(self) -> None:
+        """Drop the faults and the recorded requests (sessions stay)."""
+        with self._cond:
+            self._faults.clear()
+            self._requests.clear()
+
+    def push(self, message: Message) -> int:
+        """Send `message` on every open GET stream (get_stream=True); returns how many."""
+        with self._cond:
+            queues = list(self._push_queues)
+        for q in queues:
+            q.put(message)
+        return len(queues)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._cond:
+            return list(self._requests)
+
+    @property
+    def sessions(self) -> list[str]:
+        """Every session id handed out, oldest first."""
+        with self._cond:
+            return list(self._sessions)
+
+    @property
+    def live_sessions(self) -> set[str]:
+        with self._cond:
+            return set(self._live_sessions)
+
+    @property
+    def open_get_streams(self) -> int:
+        with self._cond:
+            return len(self._push_queues)
+
+    def wait_for_request(
+        self, predicate: Callable[[RecordedRequest], bool] = lambda _: True, timeout: float = 10.0
+    ) -> RecordedRequest:
+        """The first recorded request satisfying `predicate`, waiting for it to arrive;
+        AssertionError after `timeout` seconds."""
+
+        def find() -> RecordedRequest | None:
+            return next((r for r in self._requests if predicate(r)), None)
+
+        with self._cond:
+            found = self._cond.wait_for(find, timeout)
+        if found is None:
+            raise AssertionError(f"no matching request in {timeout} s; got {self.requests!r}")
+        return found
+
+    # --- sockets ---
+
+    def _accept_loop(self) -> None:
+        assert self._listener is not None and self._wake_r is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._listener, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            while not self._stopping.is_set():
+                for key, _ in selector.select():
+                    if key.fileobj is not self._listener or self._stopping.is_set():
+                        continue
+                    try:
+                        sock, _addr = self._listener.accept()
+                    except OSError:
+                        continue
+                    # Head and body go out in separate writes: without this, Nagle's algorithm
+                    # and the peer's delayed ACK add 40 ms to every answer.
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    with self._cond:
+                        self._conns.add(sock)
+                        thread = threading.Thread(
+                            target=self._serve_connection, args=(sock,), daemon=True
+                        )
+                        # Keep the accept thread first; forget finished connections.
+                        self._threads = [
+                            t for i, t in enumerate(self._threads) if i == 0 or t.is_alive()
+                        ]
+                        self._threads.append(thread)
+                    thread.start()
+
+    def _serve_connection(self, sock: socket.socket) -> None:
+        conn = h11.Connection(h11.SERVER)
+        try:
+            for _ in range(MAX_REQUESTS_PER_CONNECTION):
+                received = self._read_request(sock, conn)
+                if received is None:
+                    return
+                self._handle(_Exchange(sock, conn), received)
+                if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                    return
+                conn.start_next_cycle()
+        except (OSError, h11.ProtocolError, _Drop):
+            pass  # the client went away, sent garbage, or a fault cut the connection
+        finally:
+            with self._cond:
+                self._conns.discard(sock)
+            _shutdown(sock)
+            sock.close()
+
+    def _read_request(
+        self, sock: socket.socket, conn: h11.Connection
+    ) -> tuple[h11.Request, bytes] | None:
+        """The next complete request on the connection, None when the client closed it."""
+        request: h11.Request | None = None
+        body = bytearray()
+        # Each pass consumes an event or at least one byte; the body cap bounds the loop.
+        while not self._stopping.is_set():
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(sock.recv(65536))
+            elif isinstance(event, h11.Request):
+                request = event
+            elif isinstance(event, h11.Data):
+                body += event.data
+                if len(body) > MAX_REQUEST_BYTES:
+                    raise _Drop
+            elif isinstance(event, h11.EndOfMessage):
+                assert request is not None
+                return request, bytes(body)
+            elif isinstance(event, h11.ConnectionClosed):
+                return None
+        return None
+
+    # --- dispatch ---
+
+    def _handle(self, exchange: _Exchange, received: tuple[h11.Request, bytes]) -> None:
+        request, body = received
+        method = request.method.decode("ascii", "replace").upper()
+        target = request.target.decode("latin-1")
+        headers = tuple(
+            (name.decode("latin-1").lower(), value.decode("latin-1"))
+            for name, value in request.headers
+        )
+        if target.startswith("/_control/"):
+            self._control(exchange, method, target, body)
+            return
+        on_path = target.split("?", 1)[0] == self.path
+        probe = RecordedRequest(method, target, headers, body, time.monotonic(), None)
+        with self._cond:
+            fault = self._take_fault(probe) if on_path else None
+            recorded = RecordedRequest(
+                method, target, headers, body, probe.at, fault.kind if fault else None
+            )
+            self._requests.append(recorded)
+            self._cond.notify_all()
+        if not on_path:
+            exchange.full(404, [("content-type", "text/plain")], b"not found\n")
+        elif fault is not None and fault.kind != "expire_session":
+            self._apply_fault(exchange, recorded, fault)
+        elif method == "POST":
+            self._post(exchange, recorded)
+        elif method == "GET":
+            self._get(exchange, recorded)
+        elif method == "DELETE":
+            self._delete(exchange, recorded)
+        else:
+            exchange.full(405, [("allow", "POST, GET, DELETE")])
+
+    def _take_fault(self, request: RecordedRequest) -> Fault | None:
+        """The first armed fault matching `request`, used up once. Holds self._cond."""
+        message = request.json
+        is_request = isinstance(message, dict) and "id" in message and "method" in message
+        session = request.header("mcp-session-id")
+        for fault in self._faults:
+            if fault.http_method != request.method:
+                continue
+            if fault.method is not None:
+                if request.rpc_method != fault.method:
+                    continue
+            elif request.method == "POST" and not is_request:
+                continue
+            if fault.kind == "expire_session":
+                if session not in self._live_sessions:
+                    continue
+                self._live_sessions.discard(session)
+            if fault.remaining is not None:
+                fault.remaining -= 1
+                if fault.remaining <= 0:
+                    self._faults.remove(fault)
+            return fault
+        return None
+
+    # --- faults ---
+
+    def _apply_fault(self, exchange: _Exchange, request: RecordedRequest, fault: Fault) -> None:
+        options = fault.options
+        message = request.json
+        request_id = message.get("id") if isinstance(message, dict) else None
+        kind = fault.kind
+        if kind == "status" or kind in STATUS_KINDS:
+            self._status_fault(exchange, STATUS_KINDS.get(kind) or int(options["status"]), options)
+        elif kind == "drop_sse":
+            self._drop_sse(exchange, request, options)
+        elif kind == "huge":
+            sse = options.get("sse", self.sse)
+            self._huge(exchange, request_id, float(options.get("mib", 20)), sse)
+        elif kind == "stall_headers":
+            self._stall()
+            raise _Drop
+        elif kind == "stall_body":
+            if options.get("sse", True):
+                exchange.head(200, [("content-type", "text/event-stream")])
+                exchange.data(sse_event("", event_id=f"{next(self._stream_ids)}-0"))
+            else:
+                length = ("content-length", "1000")
+                exchange.head(200, [("content-type", "application/json"), length])
+                exchange.data(b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode())
+            self._stall()
+            raise _Drop
+        elif kind == "redirect":
+            status = int(options.get("status", 307))
+            exchange.full(status, [("location", str(options["location"]))])
+        elif kind == "empty_200":
+            content_type = str(options.get("content_type", "application/json"))
+            exchange.full(200, [("content-type", content_type)])
+        elif kind == "disconnect":
+            raise _Drop
+        elif kind == "unsupported_version":
+            requested = request.header("mcp-protocol-version") or _meta_version(message)
+            data = {"supported": list(options.get("supported", MODERN_VERSIONS))}
+            if requested is not None:
+                data["requested"] = requested
+            error = _rpc_error(request_id, -32022, "Unsupported protocol version", data)
+            exchange.json(400, error)
+
+    def _status_fault(self, exchange: _Exchange, status: int, options: dict[str, Any]) -> None:
+        headers = [(str(k), str(v)) for k, v in options.get("headers", [])]
+        named = {name.lower() for name, _ in headers}
+        if status == 401 and "www-authenticate" not in named:
+            metadata = f"{self.origin}/.well-known/oauth-protected-resource"
+            headers.append(("www-authenticate", f'Bearer resource_metadata="{metadata}"'))
+        if status == 429 and "retry-after" not in named:
+            headers.append(("retry-after", str(options.get("retry_after", "1"))))
+        body = options.get("body")
+        if isinstance(body, dict):
+            exchange.json(status, body, headers)
+            return
+        text = body if isinstance(body, str) else f"fault: HTTP {status}\n"
+        exchange.full(status, [("content-type", "text/plain"), *headers], text.encode())
+
+    def _drop_sse(
+        self, exchange: _Exchange, request: RecordedRequest, options: dict[str, Any]
+    ) -> None:
+        answer = self._answer_post(request)
+        stream = str(next(self._stream_ids))
+        retry = int(options.get("retry_ms", 50))
+        priming = sse_event("", event_id=f"{stream}-0", retry=retry)
+        with self._cond:
+            self._streams[stream] = [(f"{stream}-0", priming)]
+            if answer.message is not None:
+                data = json.dumps(answer.message, separators=(",", ":"))
+                kept = sse_event(data, event_id=f"{stream}-1", event="message")
+                self._streams[stream].append((f"{stream}-1", kept))
+        exchange.head(200, [("content-type", "text/event-stream"), *answer.headers])
+        exchange.data(priming)
+        if options.get("abrupt", True):
+            raise _Drop
+        exchange.end()
+
+    def _huge(self, exchange: _Exchange, request_id: Any, mib: float, sse: bool) -> None:
+        head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode()
+        head += b',"result":{"content":[{"type":"text","text":"'
+        tail = b'"}]}}'
+        size = int(mib * 1024 * 1024)
+        if sse:
+            head, tail = b"event: message\ndata: " + head, tail + b"\n\n"
+        content_type = "text/event-stream" if sse else "application/json"
+        length = len(head) + size + len(tail)
+        exchange.head(200, [("content-type", content_type), ("content-length", str(length))])
+        exchange.data(head)
+        chunk = b"x" * (1024 * 1024)
+        for start in range(0, size, len(chunk)):  # the client may hang up: sendall raises
+            exchange.data(chunk[: size - start])
+        exchange.data(tail)
+        exchange.end()
+
+    def _stall(self) -> None:
+        self._stopping.wait(STALL_LIMIT)
+
+    # --- POST ---
+
+    def _post(self, exchange: _Exchange, request: RecordedRequest) -> None:
+        answer = self._answer_post(request)
+        if answer.message is None:
+            exchange.full(answer.status, answer.headers)
+        elif answer.status != 200 or not self.sse or "id" not in answer.message:
+            exchange.json(answer.status, answer.message, answer.headers)
+        elif answer.modern:
+            # Modern SSE is request-scoped and not resumable: no ids, no priming event.
+            exchange.head(200, [("content-type", "text/event-stream"), *answer.headers])
+            exchange.data(sse_event(json.dumps(answer.message), event="message"))
+            exchange.end()
+        else:
+            stream = str(next(self._stream_ids))
+            priming = sse_event("", event_id=f"{stream}-0", retry=self.retry_ms)
+            reply = sse_event(json.dumps(answer.message), event_id=f"{stream}-1", event="message")
+            with self._cond:
+                self._streams[stream] = [(f"{stream}-0", priming), (f"{stream}-1", reply)]
+            exchange.head(200, [("content-type", "text/event-stream"), *answer.headers])
+            exchange.data(priming)
+            exchange.data(reply)
+            exchange.end()
+
+    def _answer_post(self, request: RecordedRequest) -> _Answer:
+        """The fault-free answer to a POST."""
+        try:
+            message = json.loads(request.body)
+        except ValueError:
+            return _Answer(400, _rpc_error(None, -32700, "Parse error"))
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _Answer(400, _rpc_error(None, -32600, "Body must be one JSON-RPC message"))
+        version = request.header("mcp-protocol-version")
+        modern_header = version is not None and version not in HANDSHAKE_VERSIONS
+        if self.era != "legacy" and modern_header:
+            return self._answer_modern(request, message, version or "")
+        if self.era == "modern":
+            requested = version or (message.get("params") or {}).get("protocolVersion")
+            data: Message = {"supported": list(MODERN_VERSIONS)}
+            if requested is not None:
+                data["requested"] = requested
+            return _Answer(
+                400, _rpc_error(message.get("id"), -32022, "Unsupported protocol version", data)
+            )
+        return self._answer_legacy(request, message, version)
+
+    def _answer_legacy(
+        self, request: RecordedRequest, message: Message, version: str | None
+    ) -> _Answer:
+        request_id = message.get("id")
+        method = message.get("method")
+        params = message.get("params") or {}
+        if method == "initialize":
+            offered = params.get("protocolVersion")
+            chosen = offered if offered in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
+            session = uuid.uuid4().hex
+            with self._cond:
+                self._live_sessions.add(session)
+                self._sessions.append(session)
+            result = {
+                "protocolVersion": chosen,
+                "capabilities": {"tools": {}},
+                "serverInfo": SERVER_INFO,
+            }
+            return _Answer(
+                200,
+                {"jsonrpc": "2.0", "id": request_id, "result": result},
+                [("mcp-session-id", session)],
+            )
+        session = request.header("mcp-session-id")
+        if session is None:
+            return _Answer(
+                400, _rpc_error(None, -32000, "Bad Request: No valid session ID provided")
+            )
+        with self._cond:
+            live = session in self._live_sessions
+        if not live:
+            return _Answer(404, _rpc_error(None, -32001, "Session not found"))
+        if version is not None and version not in HANDSHAKE_VERSIONS:
+            message_text = f"Bad Request: Unsupported protocol version: {version}"
+            return _Answer(400, _rpc_error(None, -32000, message_text))
+        if method is None or request_id is None:
+            return _Answer(202)  # a notification, or the client's answer to a server request
+        result = self._result(method, params)
+        if isinstance(result, int):
+            return _Answer(200, _rpc_error(request_id, result, f"Method not found: {method}"))
+        return _Answer(200, {"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def _answer_modern(self, request: RecordedRequest, message: Message, version: str) -> _Answer:
+        request_id = message.get("id")
+        method = message.get("method")
+        params = message.get("params") or {}
+
+        def reject(status: int, code: int, text: str, data: Any = None) -> _Answer:
+            return _Answer(status, _rpc_error(request_id, code, text, data), modern=True)
+
+        if version not in MODERN_VERSIONS:
+            data = {"supported": list(MODERN_VERSIONS), "requested": version}
+            return reject(400, -32022, "Unsupported protocol version", data)
+        if request_id is None:
+            return _Answer(202, modern=True)
+        meta_version = _meta_version(message)
+        if meta_version is None:
+            return reject(400, -32602, f"Missing _meta {PV_META}")
+        if meta_version != version:
+            return reject(400, -32020, "MCP-Protocol-Version header does not match _meta")
+        if request.header("mcp-method") != method:
+            return reject(400, -32020, "Mcp-Method header does not match the body")
+        if method == "tools/call":
+            name = _decode_header_value(request.header("mcp-name"))
+            if name != params.get("name"):
+                return reject(400, -32020, "Mcp-Name header does not match the body")
+        result = self._result(method, params, modern=True)
+        if isinstance(result, int):
+            return reject(404, result, f"Method not found: {method}")
+        result["resultType"] = "complete"
+        result["_meta"] = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
+        return _Answer(200, {"jsonrpc": "2.0", "id": request_id, "result": result}, modern=True)
+
+    def _result(self, method: str, params: Message, *, modern: bool = False) -> Message | int:
+        """The result of a request both eras share, or a JSON-RPC error code."""
+        if method == "tools/list":
+            return {"tools": [ECHO_TOOL]}
+        if method == "tools/call":
+            if params.get("name") != "echo":
+                return -32602
+            text = str((params.get("arguments") or {}).get("text", ""))
+            return {"content": [{"type": "text", "text": text}], "isError": False}
+        if method == "ping" and not modern:
+            return {}
+        if method == "server/discover" and modern:
+            return {
+                "supportedVersions": list(MODERN_VERSIONS),
+                "capabilities": {"tools": {}},
+                "ttlMs": 0,
+                "cacheScope": "private",
+            }
+        return -32601
+
+    # --- GET and DELETE ---
+
+    def _session_error(self, exchange: _Exchange, request: RecordedRequest) -> bool:
+        """Answer a GET/DELETE whose session is missing or unknown; True if it did."""
+        session = request.header("mcp-session-id")
+        if session is None:
+            exchange.json(400, _rpc_error(None, -32000, "Bad Request: No valid session ID"))
+            return True
+        with self._cond:
+            live = session in self._live_sessions
+        if not live:
+            exchange.json(404, _rpc_error(None, -32001, "Session not found"))
+            return True
+        return False
+
+    def _get(self, exchange: _Exchange, request: RecordedRequest) -> None:
+        if self.era == "modern" or _is_modern(request):
+            exchange.full(405, [("allow", "POST")])
+            return
+        if self._session_error(exchange, request):
+            return
+        last_id = request.header("last-event-id")
+        if last_id is not None:
+            self._replay(exchange, last_id)
+        elif self.get_stream:
+            self._listen(exchange)
+        else:
+            exchange.full(405, [("allow", "POST, DELETE")])
+
+    def _replay(self, exchange: _Exchange, last_id: str) -> None:
+        stream = last_id.rsplit("-", 1)[0]
+        with self._cond:
+            events = list(self._streams.get(stream, []))
+        ids = [event_id for event_id, _ in events]
+        if last_id not in ids:
+            exchange.json(400, _rpc_error(None, -32000, f"Unknown Last-Event-ID {last_id!r}"))
+            return
+        exchange.head(200, [("content-type", "text/event-stream")])
+        for _, event in events[ids.index(last_id) + 1 :]:
+            exchange.data(event)
+        exchange.end()
+
+    def _listen(self, exchange: _Exchange) -> None:
+        inbox: queue.Queue[Message | None] = queue.Queue()
+        stream = str(next(self._stream_ids))
+        with self._cond:
+            self._push_queues.append(inbox)
+        try:
+            exchange.head(200, [("content-type", "text/event-stream")])
+            exchange.data(sse_event("", event_id=f"{stream}-0", retry=self.retry_ms))
+            deadline = time.monotonic() + STALL_LIMIT
+            for number in itertools.count(1):
+                # A lost client shows as a failed send; stop() sends None.
+                try:
+                    message = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    message = None
+                if message is None or self._stopping.is_set():
+                    raise _Drop
+                data = json.dumps(message, separators=(",", ":"))
+                exchange.data(sse_event(data, event_id=f"{stream}-{number}", event="message"))
+        finally:
+            with self._cond:
+                self._push_queues.remove(inbox)
+
+    def _delete(self, exchange: _Exchange, request: RecordedRequest) -> None:
+        if self.era == "modern" or _is_modern(request):
+            exchange.full(405, [("allow", "POST")])
+            return
+        if self._session_error(exchange, request):
+            return
+        if 200 <= self.delete_status < 300:
+            with self._cond:
+                self._live_sessions.discard(request.header("mcp-session-id") or "")
+        exchange.full(self.delete_status, [])
+
+    # --- control API for the subprocess mode ---
+
+    def _control(self, exchange: _Exchange, method: str, target: str, body: bytes) -> None:
+        try:
+            if method == "POST" and target == "/_control/fault":
+                spec = json.loads(body)
+                self.set_fault(
+                    spec["kind"],
+                    method=spec.get("method"),
+                    http_method=spec.get("http_method", "POST"),
+                    times=spec.get("times", 1),
+                    **spec.get("options", {}),
+                )
+                exchange.full(204, [])
+            elif method == "POST" and target == "/_control/reset":
+                self.reset()
+                exchange.full(204, [])
+            elif method == "GET" and target == "/_control/requests":
+                exchange.json(200, [_as_json(r) for r in self.requests])
+            else:
+                exchange.full(404, [])
+        except (ValueError, KeyError, TypeError) as error:
+            exchange.full(400, [("content-type", "text/plain")], f"{error}\n".encode())
+
+
+def _meta_version(message: Any) -> str | None:
+    if not isinstance(message, dict):
+        return None
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(PV_META) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def _is_modern(request: RecordedRequest) -> bool:
+    version = request.header("mcp-protocol-version")
+    return version is not None and version not in HANDSHAKE_VERSIONS
+
+
+def _as_json(request: RecordedRequest) -> Message:
+    return {
+        "method": request.method,
+        "path": request.path,
+        "headers": [list(pair) for pair in request.headers],
+        "body": request.body.decode("utf-8", "replace"),
+        "at": request.at,
+        "fault": request.fault,
+    }
+
+
+def _shutdown(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed or never connected
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    era = argv[argv.index("--era") + 1] if "--era" in argv else "legacy"
+    retry = int(argv[argv.index("--retry-ms") + 1]) if "--retry-ms" in argv else None
+    server = HttpFaultServer(
+        sse="--sse" in argv, era=era, get_stream="--get-stream" in argv, retry_ms=retry
+    )
+    done = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: done.set())
+    with server:
+        print(f"listening {server.url}", flush=True)
+        done.wait()
+
+
+if __name__ == "__main__":
+    main()
