@@ -412,7 +412,21 @@ def _check_names(value: object, name: str, pattern: re.Pattern[str]) -> Mapping[
         # A CR or LF in a header value would inject a header; NUL breaks the environment.
         if "\x00" in item or (name == "headers" and ("\r" in item or "\n" in item)):
             raise _Problem(f"{name}[{key!r}] contains a control character (NUL, CR or LF)")
+        if name == "headers" and not _latin1(item):
+            # HTTP/1.1 field values are bytes; a character beyond Latin-1 cannot be sent.
+            raise _Problem(
+                f"headers[{key!r}] has a character that HTTP headers cannot carry",
+                "use ASCII in header values (encode anything else first, e.g. base64)",
+            )
     return MappingProxyType(dict(value))
+
+
+def _latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_url(url: object) -> None:

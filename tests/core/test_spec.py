@@ -300,3 +300,10 @@ def test_build_layers_fields_on_a_spec_or_a_mapping() -> None:
         Spec.build(base, url="http://h/")
     assert "both" in str(info.value) and "call_timeout" in str(info.value)
     assert "max_backoff" not in str(info.value)  # only the fields the user set are shown
+
+
+def test_header_values_must_fit_in_an_http_header() -> None:
+    with pytest.raises(InvalidSpec) as info:
+        Spec(name="h", url="https://h/mcp", headers={"Authorization": "Bearer s3cr3t-€"})
+    assert "cannot carry" in str(info.value) and "s3cr3t" not in str(info.value)
+    assert Spec(name="h", url="https://h/mcp", headers={"X": "caf\u00e9"}).headers["X"] == "café"

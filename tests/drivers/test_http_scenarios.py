@@ -278,3 +278,16 @@ async def test_without_a_handler_elicitation_is_refused(driver: str, py_http_ser
         with pytest.raises(core.JsonRpcError) as info:
             await c.call_tool("ask", {"message": "prefs?"}, timeout=20)
     assert "elicitation/create" in str(info.value)
+
+
+async def test_a_stalled_stream_does_not_block_other_calls(driver: str) -> None:
+    with HttpFaultServer(era="modern", sse=True) as server:
+        async with client(driver, server.url) as c:
+            assert c.status().concurrency == "stateless"
+            server.set_fault("stall_body", method="tools/call")
+            results = await gather(
+                *[lambda i=i: c.call_tool("echo", {"text": str(i)}, timeout=2) for i in range(5)],
+            )
+    stalled = [r for r in results if isinstance(r, core.RequestTimeout)]
+    answered = sorted(r.text for r in results if isinstance(r, core.CallToolResult))
+    assert len(stalled) == 1 and len(answered) == 4  # whichever call the stall caught
