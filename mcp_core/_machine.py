@@ -42,6 +42,7 @@ JSON-RPC shapes, eras, models, jitter, the stderr ring) hold no session state of
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
@@ -231,8 +232,7 @@ class _Slot:
     streams: dict[int, _Stream] = field(default_factory=dict)
     resumes: list[_Resume] = field(default_factory=list)
 
-    def caller_work(self) -> int:
-        return sum(1 for w in self.requests.values() if isinstance(w, _Work))
+    busy: int = 0  # caller work in flight here (kept as a count: admission reads it per call)
 
 
 class SessionMachine:
@@ -280,6 +280,7 @@ class SessionMachine:
         ]
         self._out: list[Action] = []
         self._queue: deque[_Work] = deque()
+        self._deadlines: list[tuple[float, int]] = []  # a heap of (deadline, ticket)
         self._works: dict[int, _Work] = {}  # ticket -> work, queued or in flight
         self._waiters: dict[int, float] = {}  # await_ready ticket -> deadline
         self._close_tickets: list[int] = []
@@ -327,7 +328,10 @@ class SessionMachine:
 
     def next_deadline(self) -> float | None:
         """The earliest time at which ``TimerFired`` has something to do, or ``None``."""
-        times: list[float] = [w.deadline for w in self._works.values()]
+        times: list[float] = []
+        work_deadline = self._earliest_work_deadline()
+        if work_deadline is not None:
+            times.append(work_deadline)
         times.extend(self._waiters.values())
         for slot in self._slots:
             for t in (slot.retry_at, slot.probe_deadline, slot.stop_deadline):
@@ -366,7 +370,7 @@ class SessionMachine:
 
     @property
     def in_flight(self) -> int:
-        return sum(slot.caller_work() for slot in self._slots)
+        return sum(slot.busy for slot in self._slots)
 
     @property
     def queued(self) -> int:
@@ -569,12 +573,25 @@ class SessionMachine:
 
     # --- time ------------------------------------------------------------------------------
 
+    def _earliest_work_deadline(self) -> float | None:
+        """The top of the deadline heap, after dropping entries that no longer hold (work
+        answered, or its deadline pushed out by progress): each entry is dropped once."""
+        heap = self._deadlines
+        while heap:
+            deadline, ticket = heap[0]
+            work = self._works.get(ticket)
+            if work is not None and work.deadline == deadline:
+                return deadline
+            heapq.heappop(heap)
+        return None
+
+    def _arm(self, work: _Work) -> None:
+        heapq.heappush(self._deadlines, (work.deadline, work.ticket))
+
     def _on_timer(self, event: TimerFired) -> None:
         now = self._now
-        for work in sorted(
-            (w for w in self._works.values() if w.deadline <= now), key=lambda w: w.ticket
-        ):
-            del self._works[work.ticket]
+        while (deadline := self._earliest_work_deadline()) is not None and deadline <= now:
+            work = self._works.pop(heapq.heappop(self._deadlines)[1])
             self._withdraw(work, "timed out")
             self._reply(
                 work.ticket,
@@ -704,6 +721,7 @@ class SessionMachine:
         # 2025-03-26 basic/lifecycle §Timeouts: progress MAY reset the timeout clock, but
         # a maximum timeout SHOULD always be enforced.
         work.deadline = min(self._now + work.timeout, work.admitted_at + self.spec.max_call_timeout)
+        self._arm(work)
         if work.progress:
             total = params.get("total")
             message = params.get("message")
@@ -859,9 +877,11 @@ class SessionMachine:
         slot = self._free_slot()
         if slot is not None:
             self._works[work.ticket] = work
+            self._arm(work)
             self._send_work(slot, work, None)
         elif len(self._queue) < self.spec.queue_limit:
             self._works[work.ticket] = work
+            self._arm(work)
             self._queue.append(work)
         else:
             self._reply(
@@ -874,8 +894,9 @@ class SessionMachine:
             )
 
     def _free_slot(self) -> _Slot | None:
+        cap = self.in_flight_cap
         for slot in self._slots:
-            if slot.phase == "ready" and slot.caller_work() < self.in_flight_cap:
+            if slot.phase == "ready" and slot.busy < cap:
                 return slot
         return None
 
@@ -901,6 +922,8 @@ class SessionMachine:
         if work.progress:
             # The token is the request id: unique among active requests, as progress requires.
             meta["progressToken"] = self._next_id + 1
+        if work.slot is None:
+            slot.busy += 1
         work.slot, work.request_id = (
             slot.index,
             self._send_request(slot, work.method, params, work, meta),
@@ -921,6 +944,7 @@ class SessionMachine:
         if stream is not None:
             # HTTP: stop reading the answer. 2026-07-28: closing the stream IS the cancel.
             self._abort(stream)
+        self._release(work)
         if self._http and self._modern(slot):
             return
         self._write(
@@ -930,8 +954,15 @@ class SessionMachine:
             ),
         )
 
+    def _release(self, work: _Work) -> None:
+        """Work leaves its slot's window (answered, withdrawn or lost)."""
+        if work.slot is not None:
+            self._slots[work.slot].busy -= 1
+            work.slot = None
+
     def _finish(self, work: _Work, value: object = None, *, error: McpError | None = None) -> None:
         del self._works[work.ticket]
+        self._release(work)
         self._reply(work.ticket, value, error=error)
         self._pump()
 
@@ -940,6 +971,8 @@ class SessionMachine:
         works = sorted(self._works.values(), key=lambda w: w.ticket)
         self._works.clear()
         self._queue.clear()
+        for work in works:
+            self._release(work)
         for slot in self._slots:
             for request_id in [k for k, v in slot.requests.items() if isinstance(v, _Work)]:
                 del slot.requests[request_id]
@@ -1001,6 +1034,7 @@ class SessionMachine:
         for owner in list(slot.requests.values()):
             if isinstance(owner, _Work):
                 del self._works[owner.ticket]
+                self._release(owner)
                 self._reply(owner.ticket, error=error)
         slot.requests.clear()
         if not any(s.phase == "ready" for s in self._slots):
