@@ -17,6 +17,7 @@ import math
 import os
 import sys
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -43,8 +44,10 @@ from mcp_core import (
     ProgressUpdate,
     Recorder,
     Reply,
+    Reservation,
     ServerRequestAnswered,
     SessionMachine,
+    SettleReservation,
     SignalProcess,
     Spawn,
     Spec,
@@ -53,6 +56,7 @@ from mcp_core import (
     TimerFired,
     Tool,
     WriteStdin,
+    reservation_facts,
 )
 
 from ._http import HttpExecutor
@@ -121,6 +125,8 @@ class Client:
         self._recorder: Recorder | None = None
         self._tickets = itertools.count(1)
         self._waiters: dict[int, _Waiter] = {}
+        self._reservations: dict[int, Reservation] = {}  # ticket -> reservation to settle
+        self._seen_reservations: weakref.WeakSet[Reservation] = weakref.WeakSet()
         self._slots: dict[int, ProcessSlot] = {}
         self._running: set[ProcessSlot] = set()
         self._http: HttpExecutor | None = None
@@ -243,7 +249,7 @@ class Client:
         arguments: Mapping[str, Any] | None = None,
         *,
         timeout: float | None = None,
-        reservation: object = None,
+        reservation: Reservation | None = None,
         progress: ProgressCallback | None = None,
     ) -> CallToolResult:
         """Call tool ``name``; a tool's own failure is a result with ``is_error=True``.
@@ -251,7 +257,9 @@ class Client:
         Raises ``McpError`` (``RequestTimeout``, ``ServerExited``, ``Busy``, ...) otherwise.
         ``progress(progress, total, message)`` is called for each progress notification; it
         must be a plain function (an awaitable it returns is closed, not awaited) and its
-        exceptions are logged. ``reservation`` is accepted and ignored until priced tools exist.
+        exceptions are logged. A priced tool (the spec's ``prices``) needs ``reservation=`` from
+        your ``SpendGate`` (else ``UnmeteredCall``, nothing sent); the client commits it once
+        the request is sent and releases it if the call fails before that (SPEC §10).
         """
         value = await self._call(
             lambda t: CallTool(
@@ -261,10 +269,24 @@ class Client:
                 arguments=arguments,
                 timeout=timeout,
                 progress=progress is not None,
+                reservation=self._hold(t, reservation),
             ),
             progress,
         )
         return cast(CallToolResult, value)
+
+    def _hold(self, ticket: int, reservation: Reservation | None) -> dict[str, Any] | None:
+        """Describe ``reservation`` to the machine and keep it until it is settled. A
+        reservation seen before is not fresh: it works once (SPEC §10)."""
+        if reservation is None:
+            return None
+        try:
+            fresh = reservation not in self._seen_reservations
+            self._seen_reservations.add(reservation)
+        except TypeError:  # not weak-referenceable: cannot be tracked, trust it
+            fresh = True
+        self._reservations[ticket] = reservation
+        return reservation_facts(reservation, fresh=fresh)
 
     def status(self) -> Status:
         """A snapshot of the session; never blocks."""
@@ -337,10 +359,15 @@ class Client:
                 if self._http is not None:
                     self._http.abort(action.stream)
             case Reply():
+                self._reservations.pop(action.ticket, None)  # never settled: not ours
                 waiter = self._waiters.pop(action.ticket, None)
                 if waiter is not None:
                     waiter.reply = action
                     waiter.done.set()
+            case SettleReservation():
+                reservation = self._reservations.pop(action.ticket, None)
+                if reservation is not None:
+                    _settle(reservation, action.commit)
             case HandleServerRequest():
                 assert self._tasks is not None
                 self._tasks.start_soon(self._answer, self._handlers[action.method], action)
@@ -427,6 +454,13 @@ def _protect_background_tasks() -> None:
         *HttpExecutor.background_functions(),
     ):
         trio.lowlevel.enable_ki_protection(function)
+
+
+def _settle(reservation: Reservation, commit: bool) -> None:
+    try:
+        reservation.commit() if commit else reservation.release()
+    except Exception:
+        _log.exception("the reservation's %s raised", "commit" if commit else "release")
 
 
 def _report(callback: ProgressCallback, update: ProgressUpdate) -> None:

@@ -13,6 +13,7 @@ from ._actions import (
     Log,
     ProgressUpdate,
     Reply,
+    SettleReservation,
     SignalProcess,
     Spawn,
     StartHttp,
@@ -74,6 +75,13 @@ from ._models import (
 from ._names import parse_tool_name, tool_name
 from ._replay import Recorder, decode_event, encode_action, encode_event, replay, replay_lines
 from ._spec import Spec
+from ._spend import (
+    BudgetExhausted,
+    InMemorySpendGate,
+    Reservation,
+    SpendGate,
+    reservation_facts,
+)
 from ._stdio import INHERITED_ENV, inherit_environment
 
 __all__ = [
@@ -85,6 +93,7 @@ __all__ = [
     "Action",
     "AudioContent",
     "AwaitReady",
+    "BudgetExhausted",
     "Busy",
     "CallTool",
     "CallToolResult",
@@ -102,6 +111,7 @@ __all__ = [
     "HttpResponseEnded",
     "HttpResponseStarted",
     "ImageContent",
+    "InMemorySpendGate",
     "InitializationFailed",
     "InvalidResponse",
     "InvalidSpec",
@@ -118,15 +128,18 @@ __all__ = [
     "Recorder",
     "Reply",
     "RequestTimeout",
+    "Reservation",
     "ResourceLink",
     "ServerExited",
     "ServerRequestAnswered",
     "SessionMachine",
     "SessionRejected",
+    "SettleReservation",
     "SignalProcess",
     "Spawn",
     "SpawnFailed",
     "Spec",
+    "SpendGate",
     "StartHttp",
     "Status",
     "StderrReceived",
@@ -147,5 +160,6 @@ __all__ = [
     "parse_tool_name",
     "replay",
     "replay_lines",
+    "reservation_facts",
     "tool_name",
 ]

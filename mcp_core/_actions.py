@@ -21,6 +21,7 @@ __all__ = [
     "Log",
     "ProgressUpdate",
     "Reply",
+    "SettleReservation",
     "SignalProcess",
     "Spawn",
     "StartHttp",
@@ -140,3 +141,12 @@ class HandleServerRequest(Action):
     handle: int
     method: str
     params: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SettleReservation(Action):
+    """Settle the reservation the call holding ``ticket`` came with: ``commit()`` it (the
+    request was sent) or ``release()`` it (the call failed before sending). Once per call."""
+
+    ticket: int
+    commit: bool

@@ -88,6 +88,8 @@ class CallTool(Event):
     arguments: Mapping[str, Any] | None = None
     timeout: float | None = None
     progress: bool = False
+    # For a priced tool: ``mcp_core.reservation_facts(reservation, fresh=...)`` (SPEC §10).
+    reservation: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.timeout is not None and self.timeout <= 0:

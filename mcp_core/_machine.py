@@ -59,6 +59,7 @@ from ._actions import (
     Log,
     ProgressUpdate,
     Reply,
+    SettleReservation,
     SignalProcess,
     Spawn,
     StartHttp,
@@ -86,6 +87,7 @@ from ._errors import (
     RequestTimeout,
     ServerExited,
     SessionRejected,
+    UnmeteredCall,
     UnsupportedVersion,
 )
 from ._events import (
@@ -170,6 +172,7 @@ class _Work:
     name: str = ""
     arguments: Mapping[str, Any] | None = None
     progress: bool = False
+    reserved: bool = False  # holds a reservation not yet settled (SPEC §10)
     slot: int | None = None  # set while a request for it is in flight
     request_id: int | None = None
     # tools/list paging
@@ -444,18 +447,52 @@ class SessionMachine:
 
     def _on_call_tool(self, event: CallTool) -> None:
         timeout = event.timeout or self.spec.call_timeout
-        self._admit(
-            _Work(
-                ticket=event.ticket,
-                method="tools/call",
-                admitted_at=self._now,
-                timeout=timeout,
-                deadline=self._now + timeout,
-                name=event.name,
-                arguments=event.arguments,
-                progress=event.progress,
-            )
+        facts = event.reservation
+        work = _Work(
+            ticket=event.ticket,
+            method="tools/call",
+            admitted_at=self._now,
+            timeout=timeout,
+            deadline=self._now + timeout,
+            name=event.name,
+            arguments=event.arguments,
+            progress=event.progress,
+            # Every unused reservation handed to a call is settled exactly once by the client.
+            reserved=facts is not None and facts.get("fresh") is True,
         )
+        refusal = self._unmetered(event.name, facts)
+        if refusal is not None:
+            self._settle(work, commit=False)
+            self._reply(event.ticket, error=refusal)
+        elif event.name not in self.spec.prices and work.reserved:
+            self._settle(work, commit=False)  # a free tool needs no money: give it back
+            self._admit(work)
+        else:
+            self._admit(work)
+
+    def _unmetered(self, tool: str, facts: Mapping[str, Any] | None) -> UnmeteredCall | None:
+        """SPEC §10: a priced tool without a valid reservation is refused before sending."""
+        price = self.spec.prices.get(tool)
+        if price is None:
+            return None
+        if facts is None:
+            return UnmeteredCall(tool, f"it costs {price}")
+        if facts.get("fresh") is not True:
+            return UnmeteredCall(tool, "this reservation was already used")
+        if facts.get("server") != self.spec.name or facts.get("tool") != tool:
+            return UnmeteredCall(
+                tool,
+                f"the reservation is for {facts.get('tool')!r} on {facts.get('server')!r}",
+            )
+        reserved = facts.get("price")
+        if not isinstance(reserved, int) or reserved < price:
+            return UnmeteredCall(tool, f"{reserved} was reserved but it costs {price}")
+        return None
+
+    def _settle(self, work: _Work, *, commit: bool) -> None:
+        if work.reserved:
+            work.reserved = False
+            self._out.append(SettleReservation(ticket=work.ticket, commit=commit))
 
     def _on_cancel(self, event: CancelCall) -> None:
         self._waiters.pop(event.ticket, None)
@@ -872,6 +909,7 @@ class SessionMachine:
     def _admit(self, work: _Work) -> None:
         refusal = self._refusal()
         if refusal is not None:
+            self._settle(work, commit=False)
             self._reply(work.ticket, error=refusal)
             return
         slot = self._free_slot()
@@ -884,6 +922,7 @@ class SessionMachine:
             self._arm(work)
             self._queue.append(work)
         else:
+            self._settle(work, commit=False)
             self._reply(
                 work.ticket,
                 error=Busy(
@@ -924,6 +963,7 @@ class SessionMachine:
             meta["progressToken"] = self._next_id + 1
         if work.slot is None:
             slot.busy += 1
+            self._settle(work, commit=True)  # the request goes out now: the money is spent
         work.slot, work.request_id = (
             slot.index,
             self._send_request(slot, work.method, params, work, meta),
@@ -933,6 +973,7 @@ class SessionMachine:
         """Take work out of the queue or off its slot; cancel it on the wire if it was sent."""
         if work.slot is None:
             self._queue.remove(work)
+            self._release(work)
             return
         slot = self._slots[work.slot]
         assert work.request_id is not None
@@ -955,7 +996,9 @@ class SessionMachine:
         )
 
     def _release(self, work: _Work) -> None:
-        """Work leaves its slot's window (answered, withdrawn or lost)."""
+        """Work leaves its slot's window (answered, withdrawn or lost); a reservation it still
+        holds was never spent (the request was not sent) and goes back."""
+        self._settle(work, commit=False)
         if work.slot is not None:
             self._slots[work.slot].busy -= 1
             work.slot = None

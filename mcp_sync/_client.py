@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -39,8 +40,10 @@ from mcp_core import (
     ProgressUpdate,
     Recorder,
     Reply,
+    Reservation,
     ServerRequestAnswered,
     SessionMachine,
+    SettleReservation,
     SignalProcess,
     Spawn,
     Spec,
@@ -49,6 +52,7 @@ from mcp_core import (
     TimerFired,
     Tool,
     WriteStdin,
+    reservation_facts,
 )
 
 from ._http import HttpEvent, HttpExecutor
@@ -109,6 +113,8 @@ class Client:
         self._last_now = 0.0
         self._tickets = itertools.count(1)
         self._waiters: dict[int, _Waiter] = {}
+        self._reservations: dict[int, Reservation] = {}  # ticket -> reservation to settle
+        self._seen_reservations: weakref.WeakSet[Reservation] = weakref.WeakSet()
         self._slots: dict[int, ProcessSlot] = {}
         self._old_slots: list[ProcessSlot] = []
         self._record_file: IO[str] | None = None
@@ -211,12 +217,14 @@ class Client:
         arguments: Mapping[str, Any] | None = None,
         *,
         timeout: float | None = None,
-        reservation: object = None,
+        reservation: Reservation | None = None,
         progress: ProgressCallback | None = None,
     ) -> CallToolResult:
         """Call tool ``name``. ``progress(progress, total, message)`` is called from a driver
-        thread for each progress notification; its exceptions are logged. ``reservation`` is
-        accepted and not used yet (priced tools, SPEC §10, come later)."""
+        thread for each progress notification; its exceptions are logged. A priced tool
+        (the spec's ``prices``) needs ``reservation=`` from your ``SpendGate`` (else
+        ``UnmeteredCall``, nothing sent); the client commits it once the request is sent and
+        releases it if the call fails before that (SPEC §10)."""
         value = self._call(
             lambda t: CallTool(
                 now=time.monotonic(),
@@ -225,11 +233,25 @@ class Client:
                 arguments=arguments,
                 timeout=timeout,
                 progress=progress is not None,
+                reservation=self._hold(t, reservation),
             ),
             progress=progress,
         )
         assert isinstance(value, CallToolResult)
         return value
+
+    def _hold(self, ticket: int, reservation: Reservation | None) -> dict[str, Any] | None:
+        """Describe ``reservation`` to the machine and keep it until it is settled. A
+        reservation seen before is not fresh: it works once (SPEC §10)."""
+        if reservation is None:
+            return None
+        try:
+            fresh = reservation not in self._seen_reservations
+            self._seen_reservations.add(reservation)
+        except TypeError:  # not weak-referenceable: cannot be tracked, trust it
+            fresh = True
+        self._reservations[ticket] = reservation
+        return reservation_facts(reservation, fresh=fresh)
 
     def status(self) -> Status:
         """The session's status now; never waits for I/O."""
@@ -311,6 +333,7 @@ class Client:
         later: list[Callable[[], None]] = []
         for action in self._machine.handle(event):
             if isinstance(action, Reply):
+                self._reservations.pop(action.ticket, None)  # never settled: not ours
                 waiter = self._waiters.pop(action.ticket, None)
                 if waiter is not None:  # else the caller gave up: ignore
                     waiter.reply = action
@@ -330,6 +353,10 @@ class Client:
                 self._http.start(action)  # starts a thread; never blocks
             elif isinstance(action, AbortHttp):
                 self._http.abort(action.stream)  # shuts its socket down; never blocks
+            elif isinstance(action, SettleReservation):
+                reservation = self._reservations.pop(action.ticket, None)
+                if reservation is not None:
+                    later.append(partial(_settle, reservation, action.commit))
             elif isinstance(action, HandleServerRequest):
                 handler = self._handlers[action.method]
                 later.append(partial(self._answer_in_thread, handler, action))
@@ -419,6 +446,13 @@ def _answer(handler: ElicitationHandler, action: HandleServerRequest) -> ServerR
 def _perform(later: list[Callable[[], None]]) -> None:
     for perform in later:
         perform()
+
+
+def _settle(reservation: Reservation, commit: bool) -> None:
+    try:
+        reservation.commit() if commit else reservation.release()
+    except Exception:
+        _log.exception("the reservation's %s raised", "commit" if commit else "release")
 
 
 def _report(callback: ProgressCallback, update: ProgressUpdate) -> None:

@@ -329,3 +329,23 @@ async def test_caller_cancellation_tells_the_server(driver: str) -> None:
             await c.call_tool("hang")
         assert c.status().in_flight == 0
         assert len(json.loads((await c.call_tool("cancelled_ids")).text)) == 1
+
+
+async def test_priced_tools_need_and_settle_reservations(driver: str) -> None:
+    gate = core.InMemorySpendGate(budget=10)
+    async with client(driver, fault_server_argv(), name="shop", prices={"echo": 3}) as c:
+        with pytest.raises(core.UnmeteredCall):
+            await c.call_tool("echo", {"text": "free?"})
+        reservation = gate.reserve("shop", "echo", 3)
+        assert (await c.call_tool("echo", {"text": "paid"}, reservation=reservation)).text == "paid"
+        assert (gate.spent, gate.held) == (3, 0)
+        with pytest.raises(core.UnmeteredCall, match="already used"):
+            await c.call_tool("echo", {"text": "again"}, reservation=reservation)
+        wrong = gate.reserve("shop", "hang", 3)
+        with pytest.raises(core.UnmeteredCall):
+            await c.call_tool("echo", {"text": "x"}, reservation=wrong)
+        assert (gate.spent, gate.held, gate.remaining) == (3, 0, 7)  # released, not spent
+        cancelled = json.loads((await c.call_tool("cancelled_ids")).text)
+        assert cancelled == []
+    sent = [r for r in gate.reservations if r.state == "committed"]
+    assert len(sent) == 1
