@@ -27,6 +27,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from mcp_core import (
+    HANDLED_REQUESTS,
     AbortHttp,
     Action,
     AwaitReady,
@@ -104,20 +105,25 @@ class Client:
         *,
         wait: bool = True,
         record: str | os.PathLike[str] | None = None,
-        elicitation: ElicitationHandler | None = None,
+        elicitation: Handler | None = None,
+        sampling: Handler | None = None,
+        roots: Handler | None = None,
         **fields: Any,
     ) -> None:
         self._spec = Spec.build(spec, **fields)
         self._wait = wait
         self._record = record
         # Only a feature with a handler is declared to the server (SPEC §9).
-        self._handlers: dict[str, ElicitationHandler] = (
-            {"elicitation/create": elicitation} if elicitation is not None else {}
-        )
+        given = {
+            "elicitation/create": elicitation,
+            "sampling/createMessage": sampling,
+            "roots/list": roots,
+        }
+        self._handlers: dict[str, Handler] = {m: h for m, h in given.items() if h is not None}
         self._machine = SessionMachine(
             self._spec,
             era_cache=_ERA_CACHE,
-            handlers=("elicitation",) if elicitation is not None else (),
+            handlers=[HANDLED_REQUESTS[method] for method in self._handlers],
         )
         self._phase = "new"  # -> "running" -> "stopped": a client runs once
         self._stack: AsyncExitStack | None = None
@@ -381,7 +387,7 @@ class Client:
             case _:
                 raise TypeError(f"unknown action {action!r}")
 
-    async def _answer(self, handler: ElicitationHandler, action: HandleServerRequest) -> None:
+    async def _answer(self, handler: Handler, action: HandleServerRequest) -> None:
         """Run the application's handler (plain or async); its failure is the server's
         -32603, never ours."""
         try:
@@ -422,10 +428,12 @@ class Client:
                 await changed.wait()
 
 
-ElicitationHandler = Callable[[Mapping[str, Any]], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
-"""Answers ``elicitation/create``: given its params (``message``, ``requestedSchema``), returns
-(or awaits) the ElicitResult: ``{"action": "accept", "content": {...}}``, or ``decline``/
-``cancel``."""
+Handler = Callable[[Mapping[str, Any]], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
+"""Answers one kind of server request, given its params: ``elicitation=`` gets
+``elicitation/create`` (``message``, ``requestedSchema``) and returns an ElicitResult such as
+``{"action": "accept", "content": {...}}``; ``sampling=`` gets ``sampling/createMessage`` and
+returns a CreateMessageResult; ``roots=`` gets ``roots/list`` and returns ``{"roots": [...]}``.
+It may be a plain function or a coroutine function. An exception becomes a -32603 answer."""
 
 
 def _protect_background_tasks() -> None:

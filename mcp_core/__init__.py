@@ -60,7 +60,7 @@ from ._events import (
     TimerFired,
     WriteFailed,
 )
-from ._machine import SessionMachine
+from ._machine import HANDLED_REQUESTS, SessionMachine
 from ._models import (
     AudioContent,
     CallToolResult,
@@ -85,6 +85,7 @@ from ._spend import (
 from ._stdio import INHERITED_ENV, inherit_environment
 
 __all__ = [
+    "HANDLED_REQUESTS",
     "INHERITED_ENV",
     "LATEST_LEGACY",
     "LEGACY_VERSIONS",

@@ -127,7 +127,7 @@ from ._spec import Spec
 from ._sse import SseDecoder, SseFrame, SseTooLarge
 from ._stdio import INHERITED_ENV, StderrRing
 
-__all__ = ["SessionMachine"]
+__all__ = ["HANDLED_REQUESTS", "SessionMachine"]
 
 # tools/list pagination guard: a server that pages forever must not hold a caller forever.
 MAX_TOOL_PAGES = 100
@@ -137,7 +137,7 @@ _DISCOVER = "server/discover"
 _INITIALIZE = "initialize"
 
 # Server requests an application may answer, by the capability that announces the handler.
-_HANDLED = {
+HANDLED_REQUESTS: Mapping[str, str] = {
     "elicitation/create": "elicitation",
     "sampling/createMessage": "sampling",
     "roots/list": "roots",
@@ -256,7 +256,7 @@ class SessionMachine:
         """``handlers`` names the server requests the application answers: any of
         'elicitation', 'sampling', 'roots'. They are declared as client capabilities and
         arrive as ``HandleServerRequest``; every other server request gets -32601."""
-        unknown = set(handlers) - set(_HANDLED.values())
+        unknown = set(handlers) - set(HANDLED_REQUESTS.values())
         if unknown:
             raise ValueError(
                 f"unknown handlers {sorted(unknown)}; known: elicitation, sampling, roots"
@@ -701,7 +701,7 @@ class SessionMachine:
                     request.id, rpc.INVALID_PARAMS, "this client supports form elicitation only"
                 ),
             )
-        elif _HANDLED.get(request.method) in self.handlers:
+        elif HANDLED_REQUESTS.get(request.method) in self.handlers:
             self._next_handle += 1
             self._server_requests[self._next_handle] = (slot, request.id)
             self._out.append(

@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from mcp_core import (
+    HANDLED_REQUESTS,
     AbortHttp,
     AwaitReady,
     CallTool,
@@ -93,7 +94,9 @@ class Client:
         *,
         wait: bool = True,
         record: str | os.PathLike[str] | None = None,
-        elicitation: ElicitationHandler | None = None,
+        elicitation: Handler | None = None,
+        sampling: Handler | None = None,
+        roots: Handler | None = None,
         **fields: Any,
     ) -> None:
         """Raises ``InvalidSpec`` for a refused spec; nothing is started."""
@@ -101,11 +104,16 @@ class Client:
         self._wait = wait
         self._record_path = record
         # Only a feature with a handler is declared to the server (SPEC §9).
-        self._handlers: dict[str, ElicitationHandler] = (
-            {"elicitation/create": elicitation} if elicitation is not None else {}
-        )
+        given = {
+            "elicitation/create": elicitation,
+            "sampling/createMessage": sampling,
+            "roots/list": roots,
+        }
+        self._handlers: dict[str, Handler] = {m: h for m, h in given.items() if h is not None}
         self._machine = SessionMachine(
-            self._spec, era_cache=_ERA_CACHE, handlers=_capabilities(self._handlers)
+            self._spec,
+            era_cache=_ERA_CACHE,
+            handlers=[HANDLED_REQUESTS[method] for method in self._handlers],
         )
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)  # the timer waits on it
@@ -373,7 +381,7 @@ class Client:
         self._wake.notify()  # the timer re-reads next_deadline()
         return later
 
-    def _answer_in_thread(self, handler: ElicitationHandler, action: HandleServerRequest) -> None:
+    def _answer_in_thread(self, handler: Handler, action: HandleServerRequest) -> None:
         # The handler may block on a person: it runs in its own thread, never under the lock.
         def run() -> None:
             self._submit_event(_answer(handler, action))
@@ -421,16 +429,16 @@ class Client:
         self._stopped.set()
 
 
-ElicitationHandler = Callable[[Mapping[str, Any]], Mapping[str, Any]]
-"""Answers ``elicitation/create``: given its params (``message``, ``requestedSchema``), returns
-the ElicitResult: ``{"action": "accept", "content": {...}}``, or ``decline``/``cancel``."""
+Handler = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+"""Answers one kind of server request, given its params: ``elicitation=`` gets
+``elicitation/create`` (``message``, ``requestedSchema``) and returns an ElicitResult such as
+``{"action": "accept", "content": {...}}``; ``sampling=`` gets ``sampling/createMessage`` and
+returns a CreateMessageResult; ``roots=`` gets ``roots/list`` and returns ``{"roots": [...]}``.
+It runs in a thread of its own and may block (e.g. to ask a person). An exception becomes a
+-32603 answer."""
 
 
-def _capabilities(handlers: Mapping[str, object]) -> tuple[str, ...]:
-    return ("elicitation",) if "elicitation/create" in handlers else ()
-
-
-def _answer(handler: ElicitationHandler, action: HandleServerRequest) -> ServerRequestAnswered:
+def _answer(handler: Handler, action: HandleServerRequest) -> ServerRequestAnswered:
     """Run the application's handler; its failure is the server's -32603, never ours."""
     now = time.monotonic
     try:

@@ -349,3 +349,35 @@ async def test_priced_tools_need_and_settle_reservations(driver: str) -> None:
         assert cancelled == []
     sent = [r for r in gate.reservations if r.state == "committed"]
     assert len(sent) == 1
+
+
+async def test_server_requests_reach_the_handlers(driver: str) -> None:
+    asked: list[str] = []
+
+    def sampling(params: dict) -> dict:
+        asked.append("sampling")
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "sampled by the test"},
+            "model": "test-model",
+            "stopReason": "endTurn",
+        }
+
+    def elicitation(params: dict) -> dict:
+        asked.append("elicitation")
+        return {"action": "decline"}
+
+    def roots(params: dict) -> dict:
+        asked.append("roots")
+        return {"roots": [{"uri": "file:///tmp/project", "name": "project"}]}
+
+    async with client(
+        driver, everything_argv(), sampling=sampling, elicitation=elicitation, roots=roots
+    ) as c:
+        sampled = await c.call_tool("trigger-sampling-request", {"prompt": "hi", "maxTokens": 5})
+        assert "sampled by the test" in sampled.text
+        elicited = await c.call_tool("trigger-elicitation-request")
+        assert "decline" in elicited.text.lower()
+        listed = await c.call_tool("get-roots-list")
+        assert "file:///tmp/project" in listed.text
+    assert {"sampling", "elicitation", "roots"} <= set(asked)
