@@ -744,6 +744,12 @@ class SessionMachine:
         elif note.method == "notifications/tools/list_changed":
             self._tools = None
             self._tools_generation += 1
+        elif note.method == "notifications/cancelled":
+            # Legacy basic/utilities/cancellation: the server gave up a request it sent us;
+            # its answer "SHOULD" not be sent. The handler still runs; its answer is dropped.
+            for handle, (asker, request_id) in list(self._server_requests.items()):
+                if asker is slot and request_id == params.get("requestId"):
+                    del self._server_requests[handle]
         elif note.method == "notifications/message":
             level = _LOG_LEVELS.get(str(params.get("level")), "INFO")
             data = params.get("data")

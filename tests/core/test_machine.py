@@ -950,3 +950,20 @@ def test_server_request_answers_are_part_of_a_recording(tmp_path) -> None:
     bad.write_text(json.dumps(header) + "\n")
     with pytest.raises(ValueError, match="handlers"):
         core.replay(str(bad))
+
+
+def test_a_server_request_the_server_cancelled_is_not_answered() -> None:
+    h = Harness(era="legacy")
+    h.machine = core.SessionMachine(h.spec, handlers=["sampling"])
+    h.connect_legacy()
+    for request_id in ("s1", "s2"):
+        h.stdout(
+            {"jsonrpc": "2.0", "id": request_id, "method": "sampling/createMessage", "params": {}}
+        )
+    first, second = h.of(core.HandleServerRequest)
+    h.stdout({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s1"}})
+    h.take()
+    h.feed(core.ServerRequestAnswered(now=0.0, handle=first.handle, result={"x": 1}))
+    assert h.messages() == []
+    h.feed(core.ServerRequestAnswered(now=0.0, handle=second.handle, result={"x": 2}))
+    assert h.messages() == [{"jsonrpc": "2.0", "id": "s2", "result": {"x": 2}}]
