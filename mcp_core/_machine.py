@@ -129,6 +129,10 @@ from ._stdio import INHERITED_ENV, StderrRing
 
 __all__ = ["HANDLED_REQUESTS", "SessionMachine"]
 
+# 2026-07-28 basic/patterns/mrtr: the server may answer input_required again and again; a
+# client that gives up needs no error answer. We give up after this many rounds.
+MAX_INPUT_ROUNDS = 8
+
 # tools/list pagination guard: a server that pages forever must not hold a caller forever.
 MAX_TOOL_PAGES = 100
 
@@ -173,6 +177,11 @@ class _Work:
     arguments: Mapping[str, Any] | None = None
     progress: bool = False
     reserved: bool = False  # holds a reservation not yet settled (SPEC §10)
+    # 2026-07-28 multi round-trip requests: what the next round sends back.
+    rounds: int = 0
+    awaiting: set[str] = field(default_factory=set)  # input keys the handlers still owe
+    input_responses: dict[str, Any] = field(default_factory=dict)
+    request_state: str | None = None
     slot: int | None = None  # set while a request for it is in flight
     request_id: int | None = None
     # tools/list paging
@@ -264,6 +273,7 @@ class SessionMachine:
         self.handlers = frozenset(handlers)
         self._capabilities = client_capabilities(self.handlers)
         self._server_requests: dict[int, tuple[_Slot, int | str]] = {}
+        self._input_asks: dict[int, tuple[int, str]] = {}  # handle -> (ticket, input key)
         self._next_handle = 0
         self.spec = spec
         self._http = spec.transport == "http"
@@ -722,6 +732,10 @@ class SessionMachine:
             )
 
     def _on_server_request_answered(self, event: ServerRequestAnswered) -> None:
+        asked_by_result = self._input_asks.pop(event.handle, None)
+        if asked_by_result is not None:
+            self._on_input_answered(*asked_by_result, event)
+            return
         found = self._server_requests.pop(event.handle, None)
         if found is None:
             return
@@ -837,13 +851,16 @@ class SessionMachine:
             return
         result = response.result
         assert result is not None
-        if result.get("resultType", "complete") != "complete":
+        result_type = result.get("resultType", "complete")
+        if result_type == "input_required" and work.method == "tools/call":
+            self._on_input_required(slot, work, result)
+        elif result_type != "complete":
+            # "MUST treat an unrecognized value as invalid" (2026-07-28 basic/index).
             self._finish(
                 work,
                 error=InvalidResponse(
                     work.method,
-                    f"resultType {str(result.get('resultType'))[:40]!r} needs input handlers, "
-                    "which this client does not have yet",
+                    f"resultType {str(result_type)[:40]!r} is not one this client knows",
                 ),
             )
         elif work.method == "tools/call":
@@ -855,6 +872,68 @@ class SessionMachine:
                 self._finish(work, value)
         else:
             self._on_tools_page(slot, work, result)
+
+    def _on_input_required(self, slot: _Slot, work: _Work, result: Mapping[str, Any]) -> None:
+        """2026-07-28 basic/patterns/mrtr: fulfil ``inputRequests`` with the application's
+        handlers, then retry as a new request with ``inputResponses`` and ``requestState``
+        echoed byte for byte (never one the server did not send)."""
+        requests = result.get("inputRequests") or {}
+        state = result.get("requestState")
+        work.rounds += 1
+        problem = None
+        if work.rounds > MAX_INPUT_ROUNDS:
+            problem = f"the server asked for input {MAX_INPUT_ROUNDS} times; gave up"
+        elif not isinstance(requests, dict) or not (state is None or isinstance(state, str)):
+            problem = "inputRequests or requestState has the wrong shape"
+        else:
+            for ask in requests.values():
+                method = ask.get("method") if isinstance(ask, dict) else None
+                if HANDLED_REQUESTS.get(str(method)) not in self.handlers:
+                    problem = f"the server asked for {str(method)[:60]!r}, which was not declared"
+        if problem is not None:
+            self._finish(work, error=InvalidResponse(work.method, problem))
+            return
+        work.request_state = state
+        work.input_responses = {}
+        work.awaiting = set(requests)
+        for key, ask in requests.items():
+            self._next_handle += 1
+            self._input_asks[self._next_handle] = (work.ticket, key)
+            params = ask.get("params")
+            self._out.append(
+                HandleServerRequest(
+                    handle=self._next_handle,
+                    method=ask["method"],
+                    params=params if isinstance(params, dict) else {},
+                )
+            )
+        if not work.awaiting:
+            self._retry_with_inputs(slot, work)  # "MAY retry immediately" with no requests
+
+    def _on_input_answered(self, ticket: int, key: str, event: ServerRequestAnswered) -> None:
+        work = self._works.get(ticket)
+        if work is None or key not in work.awaiting or work.slot is None:
+            return  # the call ended meanwhile (timeout, cancel, loss)
+        if event.result is None:
+            self._finish(
+                work,
+                error=JsonRpcError(
+                    event.error_code or 0, event.error_message or "the handler failed", None
+                ),
+            )
+            return
+        work.awaiting.discard(key)
+        work.input_responses[key] = dict(event.result)
+        if not work.awaiting:
+            self._retry_with_inputs(self._slots[work.slot], work)
+
+    def _retry_with_inputs(self, slot: _Slot, work: _Work) -> None:
+        # A slot that fails answers the work waiting between rounds, so this one is ready.
+        assert slot.phase == "ready"
+        extra: dict[str, Any] = {"inputResponses": work.input_responses}
+        if work.request_state is not None:
+            extra["requestState"] = work.request_state
+        self._send_work(slot, work, extra)
 
     def _on_tools_page(self, slot: _Slot, work: _Work, result: Mapping[str, Any]) -> None:
         raw = result.get("tools")
@@ -959,8 +1038,8 @@ class SessionMachine:
             params["name"] = work.name
             if work.arguments is not None:
                 params["arguments"] = dict(work.arguments)
-        elif cursor is not None:
-            params.update(cursor)
+        if cursor is not None:
+            params.update(cursor)  # the next page's cursor, or a retry's inputResponses
         assert slot.handshake is not None
         if slot.handshake.era == "modern":
             meta.update(modern_meta(self._capabilities))
@@ -983,10 +1062,13 @@ class SessionMachine:
             return
         slot = self._slots[work.slot]
         assert work.request_id is not None
+        if slot.requests.pop(work.request_id, None) is None:
+            # Waiting for input handlers between two rounds: nothing is on the wire.
+            self._release(work)
+            return
         # Work that is still ours and sent is always on a live, ready slot: a failing slot
         # answers its work first. Legacy basic/utilities/cancellation; 2026-07-28 stdio:
         # cancellation "MUST be" notifications/cancelled, only for a request actually issued.
-        del slot.requests[work.request_id]
         stream = self._stream_of(slot, work.request_id)
         if stream is not None:
             # HTTP: stop reading the answer. 2026-07-28: closing the stream IS the cancel.
@@ -1029,7 +1111,13 @@ class SessionMachine:
 
     # --- connections -----------------------------------------------------------------------
 
+    def _forget_server_requests(self, slot: _Slot) -> None:
+        """The connection that asked is gone: an answer must not reach its successor."""
+        for handle in [h for h, (asker, _) in self._server_requests.items() if asker is slot]:
+            del self._server_requests[handle]
+
     def _spawn(self, slot: _Slot) -> None:
+        self._forget_server_requests(slot)
         slot.phase = "spawning"
         slot.retry_at = None
         slot.failure, slot.failure_permanent = None, False
@@ -1086,6 +1174,11 @@ class SessionMachine:
                 self._release(owner)
                 self._reply(owner.ticket, error=error)
         slot.requests.clear()
+        self._forget_server_requests(slot)
+        for work in [w for w in self._works.values() if w.slot == slot.index]:
+            del self._works[work.ticket]  # between input rounds: nothing on the wire
+            self._release(work)
+            self._reply(work.ticket, error=error)
         if not any(s.phase == "ready" for s in self._slots):
             for work in self._drain_works():
                 self._reply(work.ticket, error=error)

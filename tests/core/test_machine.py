@@ -357,7 +357,7 @@ def test_tool_error_is_a_result_and_rpc_error_is_an_error() -> None:
     ("result", "needle"),
     [
         ({"content": "nope"}, "content"),
-        ({"resultType": "input_required", "inputRequests": {}}, "input_required"),
+        ({"resultType": "task", "task": {}}, "'task'"),
     ],
 )
 def test_invalid_call_results_are_invalid_response(result: dict, needle: str) -> None:
@@ -967,3 +967,132 @@ def test_a_server_request_the_server_cancelled_is_not_answered() -> None:
     assert h.messages() == []
     h.feed(core.ServerRequestAnswered(now=0.0, handle=second.handle, result={"x": 2}))
     assert h.messages() == [{"jsonrpc": "2.0", "id": "s2", "result": {"x": 2}}]
+
+
+# --- 2026-07-28 multi round-trip requests ------------------------------------------------------
+
+
+def _modern_with(*handlers: str) -> Harness:
+    h = Harness(era="modern")
+    h.machine = core.SessionMachine(h.spec, handlers=handlers)
+    h.feed(core.Connect(now=0.0))
+    h.spawned()
+    h.take()
+    return h
+
+
+def test_input_required_is_fulfilled_and_retried_with_the_state_echoed() -> None:
+    h = _modern_with("elicitation", "roots")
+    t = h.call("book", {"city": "Oslo"})
+    first = h.last_request("tools/call")
+    h.take()
+    state = '{"opaque": "é", "n": 1}'
+    h.answer(
+        first["id"],
+        {
+            "resultType": "input_required",
+            "inputRequests": {
+                "who": {"method": "elicitation/create", "params": {"message": "name?"}},
+                "where": {"method": "roots/list", "params": {}},
+            },
+            "requestState": state,
+        },
+    )
+    asks = h.of(core.HandleServerRequest)
+    assert [a.method for a in asks] == ["elicitation/create", "roots/list"]
+    assert h.messages() == [] and t not in h.replies
+    h.feed(core.ServerRequestAnswered(now=0.0, handle=asks[1].handle, result={"roots": []}))
+    assert h.messages() == []  # still waiting for the other answer
+    h.feed(
+        core.ServerRequestAnswered(
+            now=0.0, handle=asks[0].handle, result={"action": "accept", "content": {"n": "A"}}
+        )
+    )
+    retry = h.last_request("tools/call")
+    assert retry["id"] != first["id"]
+    assert retry["params"]["arguments"] == {"city": "Oslo"}
+    assert retry["params"]["requestState"] == state
+    assert retry["params"]["inputResponses"] == {
+        "who": {"action": "accept", "content": {"n": "A"}},
+        "where": {"roots": []},
+    }
+    h.answer(retry["id"], {"resultType": "complete", **TEXT_RESULT})
+    assert h.result(t).text == "hi"
+
+
+def test_input_required_without_requests_retries_at_once_without_state() -> None:
+    h = _modern_with()
+    t = h.call("x")
+    first = h.last_request("tools/call")
+    h.answer(first["id"], {"resultType": "input_required"})
+    retry = h.last_request("tools/call")
+    assert "requestState" not in retry["params"] and retry["params"]["inputResponses"] == {}
+    for _ in range(8):
+        h.answer(h.last_request("tools/call")["id"], {"resultType": "input_required"})
+    err = h.error(t)
+    assert isinstance(err, core.InvalidResponse) and "8 times" in str(err)
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {
+            "resultType": "input_required",
+            "inputRequests": {"x": {"method": "sampling/createMessage"}},
+        },
+        {"resultType": "input_required", "inputRequests": ["x"]},
+        {"resultType": "input_required", "requestState": 5},
+    ],
+)
+def test_input_required_that_cannot_be_served_fails_the_call(result: dict) -> None:
+    h = _modern_with("elicitation")
+    t = h.call("x")
+    h.answer(h.last_request("tools/call")["id"], result)
+    assert isinstance(h.error(t), core.InvalidResponse)
+
+
+def test_input_handler_failure_timeout_and_loss_between_rounds() -> None:
+    ask = {"resultType": "input_required", "inputRequests": {"k": {"method": "roots/list"}}}
+    h = _modern_with("roots")
+    t = h.call("x", timeout=5.0)
+    h.answer(h.last_request("tools/call")["id"], ask)
+    [first] = h.of(core.HandleServerRequest)
+    h.feed(
+        core.ServerRequestAnswered(now=0.0, handle=first.handle, error_code=-1, error_message="no")
+    )
+    err = h.error(t)
+    assert isinstance(err, core.JsonRpcError) and err.code == -1
+    # a call that times out while its handler runs: the late answer is dropped
+    h.take()
+    t2 = h.call("x", timeout=5.0)
+    h.answer(h.last_request("tools/call")["id"], ask)
+    [second] = h.of(core.HandleServerRequest)
+    h.take()
+    h.advance(5.0)
+    assert isinstance(h.error(t2), core.RequestTimeout)
+    assert h.messages() == []  # nothing on the wire to cancel
+    h.feed(core.ServerRequestAnswered(now=h.now, handle=second.handle, result={"roots": []}))
+    assert h.messages() == [] and h.machine.in_flight == 0
+    # the server dies between rounds: the call fails with it
+    h.take()
+    t3 = h.call("x")
+    h.answer(h.last_request("tools/call")["id"], ask)
+    [third] = h.of(core.HandleServerRequest)
+    h.exited(1)
+    assert isinstance(h.error(t3), core.ServerExited)
+    h.feed(core.ServerRequestAnswered(now=h.now, handle=third.handle, result={"roots": []}))
+
+
+def test_an_answer_for_a_dead_process_never_reaches_its_successor() -> None:
+    h = Harness(era="modern", reconnect=1.0)
+    h.machine = core.SessionMachine(h.spec, handlers=["sampling"])
+    h.feed(core.Connect(now=0.0))
+    h.spawned()
+    h.stdout({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": {}})
+    [ask] = h.of(core.HandleServerRequest)
+    h.exited(1)
+    h.fire_due()
+    h.spawned(pid=200)
+    h.take()
+    h.feed(core.ServerRequestAnswered(now=h.now, handle=ask.handle, result={"x": 1}))
+    assert h.messages() == []

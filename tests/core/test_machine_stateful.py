@@ -1,38 +1,50 @@
 """SessionMachine under arbitrary interleavings of caller, server, process and timer events.
 
-A Hypothesis rule-based state machine plays a fake driver: it feeds the machine events only
-when a real driver could (``ProcessSpawned`` only after a ``Spawn``, stdout only from a live
-process, answers only to request ids the machine wrote to that very process) and checks every
-action the machine returns, plus the machine's public state after every step. The fake clock
-moves only forward.
+A Hypothesis rule-based state machine plays a fake driver over stdio: it feeds the machine
+events only when a real driver could (``ProcessSpawned`` only after a ``Spawn``, stdout only
+from a live process, answers only to request ids the machine wrote to that very process), and
+checks every action the machine returns plus its public state after every step. The fake clock
+only moves forward.
 
-What is checked (the module docstring of ``_machine.py`` promises all of it):
+What is checked (the theory of operation in ``_machine.py`` promises all of it):
 
 * each ticket is answered at most once, never after its ``CancelCall``, never if not issued,
-  and with a value of the right type (Status / list[Tool] / CallToolResult / None);
-* ``in_flight + queued <= in_flight_cap * slots + queue_limit``, and nothing is in flight or
-  queued unless the session is ready; a sent call is always on a live process;
-* nothing is written to a process that has exited (or whose stdin was closed), nor to a slot
-  before its ``ProcessSpawned``; ``Spawn`` only for a slot with no process; signals and
-  ``CloseStdin`` only for a live process;
-* request ids are never reused; ``notifications/cancelled`` names a caller request that was
-  written to this process, not answered by the server and not cancelled before;
+  and with a value of the right type (Status / list / CallToolResult / None for Close);
+* ``in_flight + queued <= in_flight_cap * slots + queue_limit``; nothing is in flight or
+  queued unless the session is ready; a sent, unanswered call is always on a live process
+  that can still answer it, and no process carries more calls than ``in_flight_cap``;
+* nothing is written to a slot with no running process (before ``ProcessSpawned``, after
+  ``ProcessExited``), and after ``CloseStdin`` nothing but answers to the server's own
+  requests (the drivers drop those); ``Spawn`` only for a slot without a process;
+  ``CloseStdin`` and signals only for a running process;
+* request ids are never reused; ``notifications/cancelled`` names a caller request written to
+  this process, not yet answered by the server, and not cancelled before;
 * ``next_deadline()`` is ``None`` or a finite float, and after ``TimerFired(now)`` it is later
   than ``now`` (else a driver re-arming its timer would spin);
+* liveness: ``next_deadline()`` comes no later than the moment some waiting caller must be
+  answered (its timeout; ``max_call_timeout`` for a call kept alive by progress); a ready
+  session has no await_ready waiting; a single connection queues only when it is full;
 * teardown: ``Close``, every process exits, timers run for ``3 * shutdown_grace + 1`` s; then
-  every ticket not cancelled was answered exactly once, the close ticket too, and nothing is
-  scheduled any more.
+  every ticket not cancelled was answered exactly once (the Close ticket too), and nothing is
+  scheduled any more. Then a restart (Connect, handshakes) during which the application
+  answers every server request still open: none of those answers may reach a new process;
+  and the same Close checks once more.
+
+A failing run prints the rules it ran and, interleaved, every event fed to the machine (the
+rules' own and the autopilot's, see ``pilot``): those events alone reproduce the failure.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import settings
+from hypothesis import Phase, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -47,16 +59,16 @@ import mcp_core as core
 DISCOVER, INITIALIZE = "server/discover", "initialize"
 CALLER_METHODS = ("tools/call", "tools/list")
 TEXT_RESULT = {"content": [{"type": "text", "text": "hi"}]}
-MAX_MESSAGE_BYTES = 4096  # small, so an oversized answer is cheap to send
+MAX_MESSAGE_BYTES = 4096  # small, so that an oversized answer is cheap to send
 GIVE_UP = re.compile(r"slot (\d+): process not reported gone after SIGKILL")
 
-times = st.floats(min_value=0.05, max_value=20.0, allow_nan=False, allow_infinity=False)
+times = st.floats(min_value=0.05, max_value=20.0)
 steps = st.one_of(
     st.sampled_from([0.0, 0.01, 0.5, 1.0, 2.0, 5.0, 30.0, 120.0]),
-    st.floats(min_value=0.0, max_value=60.0, allow_nan=False, allow_infinity=False),
+    st.floats(min_value=0.0, max_value=60.0),
 )
-
-
+# A ``pick`` chooses among what exists when the rule runs (modulo its length), so printed
+# steps stay readable and shrink towards the first candidate.
 picks = st.integers(0, 63)
 NOISE: list[bytes | str] = [
     b"starting server v1\n",
@@ -69,9 +81,15 @@ NOISE: list[bytes | str] = [
     b'{"id": true, "method": "m"}\n',
     b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n',
     b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n',
-    b'{"jsonrpc":"2.0","id":"srv-1","method":"ping"}\n',
-    b'{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{}}\n',
     "again",  # an answer to an id already answered (or never sent)
+]
+SERVER_REQUESTS: list[tuple[str, dict[str, Any]]] = [
+    ("ping", {}),
+    ("sampling/createMessage", {"messages": [], "maxTokens": 1}),
+    ("elicitation/create", {"message": "name?", "requestedSchema": {"type": "object"}}),
+    ("elicitation/create", {"mode": "url", "message": "go", "url": "https://x.example"}),
+    ("roots/list", {}),
+    ("tools/call", {}),  # not a client method at all
 ]
 
 
@@ -79,21 +97,12 @@ def _choose(items: list[Any], pick: int) -> Any:
     return items[pick % len(items)]
 
 
-@dataclass
-class Proc:
-    """What the fake driver knows about one slot's current process."""
-
-    pending_spawn: bool = False  # Spawn seen, neither ProcessSpawned nor SpawnFailed yet
-    live: bool = False  # spawned and not exited
-    stdin_closed: bool = False
-    outstanding: dict[int, str] = field(default_factory=dict)  # id -> method, not answered
-    answered: list[int] = field(default_factory=list)  # ids we answered (for duplicates)
-    cancelled: set[int] = field(default_factory=set)  # ids named by notifications/cancelled
+def _line(message: object) -> bytes:
+    return json.dumps(message).encode() + b"\n"
 
 
 def _response(request_id: int, method: str, variant: int) -> dict[str, Any]:
-    """A server's answer to ``method``; ``variant`` picks good, odd or failing ones."""
-    head: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+    """A server's answer to ``method``; ``variant`` picks a good, odd or failing one."""
     if method == DISCOVER:
         answers: list[dict[str, Any]] = [
             {"result": {"resultType": "complete", "supportedVersions": [core.MODERN_VERSION]}},
@@ -112,7 +121,7 @@ def _response(request_id: int, method: str, variant: int) -> dict[str, Any]:
         answers = [
             {"result": {"protocolVersion": version, "capabilities": {"tools": {}}}},
             {"error": {"code": -32603, "message": "boom"}},
-            {"result": {"protocolVersion": "1999-01-01", "capabilities": {}}},
+            {"result": {"protocolVersion": "1999-01-01", "capabilities": {}}},  # permanent
             {"result": {"capabilities": {}}},
         ]
     elif method == "tools/call":
@@ -123,7 +132,7 @@ def _response(request_id: int, method: str, variant: int) -> dict[str, Any]:
             {"result": {"content": "nope"}},
             {"result": {"resultType": "input_required", "inputRequests": {}}},
         ]
-    elif method == "tools/list":
+    else:
         tool = {"name": f"t{request_id}", "inputSchema": {"type": "object"}}
         answers = [
             {"result": {"tools": [tool]}},
@@ -132,13 +141,36 @@ def _response(request_id: int, method: str, variant: int) -> dict[str, Any]:
             {"result": {"tools": "x"}},
             {"error": {"code": -32603, "message": "boom"}},
         ]
-    else:
-        answers = [{"result": {}}]
-    return {**head, **answers[variant % len(answers)]}
+    return {"jsonrpc": "2.0", "id": request_id, **answers[variant % len(answers)]}
 
 
-def _line(message: object) -> bytes:
-    return json.dumps(message).encode() + b"\n"
+@dataclass
+class Proc:
+    """What the fake driver knows about one slot's current process. ``*_at`` fields hold the
+    step at which something happened, for the autopilot."""
+
+    pending_spawn: bool = False  # Spawn seen, neither ProcessSpawned nor SpawnFailed yet
+    live: bool = False  # spawned and not exited
+    stdin_closed: bool = False
+    outstanding: dict[int, str] = field(default_factory=dict)  # id -> method, not answered
+    answered: list[int] = field(default_factory=list)  # ids we answered (for duplicates)
+    cancelled: set[int] = field(default_factory=set)  # ids named by notifications/cancelled
+    asked_us: set[int | str] = field(default_factory=set)  # its requests we have not answered
+    spawn_at: int = 0
+    close_at: int = 0
+    asked_at: dict[int, int] = field(default_factory=dict)  # handshake request id -> step
+
+
+def driven(rule_body: Callable[..., None]) -> Callable[..., None]:
+    """After the rule's own events, let the autopilot make its move and count the step."""
+
+    @functools.wraps(rule_body)
+    def step(self: SessionMachineStateful, **kwargs: Any) -> None:
+        rule_body(self, **kwargs)
+        self.pilot()
+        self.step += 1
+
+    return step
 
 
 class SessionMachineStateful(RuleBasedStateMachine):
@@ -146,20 +178,22 @@ class SessionMachineStateful(RuleBasedStateMachine):
         super().__init__()
         self.machine: core.SessionMachine | None = None
         self.now = 0.0
+        self.step = 0
         self.procs: list[Proc] = []
         self.next_ticket = 0
         self.kinds: dict[int, str] = {}  # ticket -> call | progress-call | list | await | close
-        self.replies: dict[int, int] = {}
+        self.answer_by: dict[int, float] = {}  # ticket -> latest time its answer may come
+        self.replies: set[int] = set()
         self.cancelled: set[int] = set()
         self.request_ids: set[int] = set()
         self.call_request: dict[int, tuple[int, int]] = {}  # call ticket -> (slot, request id)
-        self.call_owner: dict[int, int] = {}  # tools/call request id -> ticket
+        self.handles: list[int] = []  # HandleServerRequest handles the application holds
+        self.server_ids = 0
+        self.running = False  # from a Connect that spawned to the answer to a Close
+        self.autopilot, self.modern = "off", False
         # False while a step runs; the invariant sets it again. Teardown skips its checks when
         # a step failed, so the step's own error is the one Hypothesis reports and shrinks.
         self.clean = True
-        self.running = False  # between a Connect that spawned and the answer to a Close
-        self.piloting = False
-        self.autopilot, self.modern = "off", False
 
     # --- the fake driver -------------------------------------------------------------------
 
@@ -167,9 +201,10 @@ class SessionMachineStateful(RuleBasedStateMachine):
         concurrency=st.sampled_from([None, "serialized", "stateless", "pooled"]),
         pool_size=st.integers(1, 3),
         queue_limit=st.integers(0, 3),
-        era=st.sampled_from(["auto", "legacy", "modern"]),
+        # 'auto' without a cached verdict probes first: the era with the most states.
+        era=st.sampled_from(["auto", "auto", "legacy", "modern"]),
         fail_fast=st.booleans(),
-        cached=st.sampled_from([None, "legacy", "modern"]),
+        cached=st.sampled_from([None, None, "legacy", "modern"]),
         timing=st.fixed_dictionaries(
             {
                 "call_timeout": times,
@@ -183,9 +218,10 @@ class SessionMachineStateful(RuleBasedStateMachine):
             {"max_call_timeout": st.floats(0.0, 30.0), "max_backoff": st.floats(0.0, 10.0)}
         ),
         jitter_seed=st.integers(0, 2**16),
-        start=st.sampled_from(["ready", "connect", "none"]),
+        start=st.sampled_from(["ready", "ready", "connect", "none"]),
         modern=st.booleans(),
         autopilot=st.sampled_from(["server", "spawn", "off"]),
+        handlers=st.sets(st.sampled_from(["elicitation", "sampling", "roots"])),
     )
     def setup(
         self,
@@ -201,6 +237,7 @@ class SessionMachineStateful(RuleBasedStateMachine):
         start: str,
         modern: bool,
         autopilot: str,
+        handlers: set[str],
     ) -> None:
         fields: dict[str, Any] = {
             "name": "s",
@@ -217,11 +254,10 @@ class SessionMachineStateful(RuleBasedStateMachine):
         }
         if concurrency is not None:
             fields["concurrency"] = concurrency
-        spec = core.Spec.from_mapping(fields)
+        self.spec = core.Spec.from_mapping(fields)
         cache = {json.dumps(["server"]): cached} if cached else {}
-        self.spec = spec
-        self.machine = core.SessionMachine(spec, era_cache=cache)
-        slots = pool_size if self.machine.concurrency == "pooled" else 1
+        self.machine = core.SessionMachine(self.spec, era_cache=cache, handlers=handlers)
+        slots = pool_size if self.spec.concurrency == "pooled" else 1
         self.procs = [Proc() for _ in range(slots)]
         self.autopilot, self.modern = autopilot, modern
         # Most interleavings worth testing need a ready session: start from one mostly.
@@ -231,6 +267,38 @@ class SessionMachineStateful(RuleBasedStateMachine):
             for slot in self.pending_slots():
                 self.spawned(slot)
                 self.handshake(slot, modern)
+        self.step += 1
+
+    def pilot(self) -> None:
+        """What a busy driver and a healthy server do unasked, when the run wants it.
+
+        With "spawn" every Spawn succeeds; with "server" the server also answers each
+        handshake request and exits once its stdin is closed. Each move waits at least one
+        step and there is one move per step, so every state in between (spawning, probing,
+        initializing, stopping) is seen by at least one rule. Hypothesis turns rules off per
+        run (swarm testing) and often leaves a session starting forever without this; runs
+        with the autopilot off leave every move to the rules.
+        """
+        if self.autopilot == "off":
+            return
+        pending = [s for s in self.pending_slots() if self.procs[s].spawn_at < self.step]
+        if pending:
+            self.spawned(pending[0])
+            return
+        if self.autopilot != "server":
+            return
+        for slot in self.live_slots():
+            proc = self.procs[slot]
+            asked = [r for r in proc.outstanding if proc.asked_at.get(r, self.step) < self.step]
+            if asked:  # the oldest first: a probe that timed out gets its (late) answer
+                rid, method = min(asked), proc.outstanding[min(asked)]
+                variant = 0 if self.modern or method == INITIALIZE else 1
+                self.answer(slot, _response(rid, method, variant))
+                return
+            if proc.stdin_closed and proc.close_at < self.step:
+                self.procs[slot] = Proc()  # a healthy server exits when its stdin closes
+                self.feed(core.ProcessExited(now=self.now, slot=slot, returncode=0))
+                return
 
     @property
     def m(self) -> core.SessionMachine:
@@ -239,56 +307,29 @@ class SessionMachineStateful(RuleBasedStateMachine):
 
     def feed(self, event: core.Event) -> list[core.Action]:
         self.clean = False
+        note(f"    machine.handle({event!r})")  # printed for a failing example only
         out = self.m.handle(event)
         for action in out:
             self.check_action(action)
         if isinstance(event, core.Connect) and any(isinstance(a, core.Spawn) for a in out):
             self.running = True
-        if not self.piloting:
-            self.piloting = True
-            try:
-                self.pilot()
-            finally:
-                self.piloting = False
         return out
 
-    def pilot(self) -> None:
-        """What a busy driver and a healthy server do at once, when the run asks for it:
-        with "spawn" every Spawn succeeds at once; with "server" the server also completes
-        each handshake and exits as soon as its stdin is closed.
-
-        Swarm testing (Hypothesis turns rules off per run) and plain chance often leave a
-        session starting forever; with the autopilot a run spends its steps on a live session
-        instead. Runs with the autopilot off leave every move to the rules.
-        """
-        for _ in range(10):
-            pending = self.pending_slots()
-            closed = [s for s in self.live_slots() if self.procs[s].stdin_closed]
-            if self.autopilot != "off" and pending:
-                self.spawned(pending[0])
-            elif self.autopilot == "server" and self.handshaking():
-                self.handshake(self.handshaking()[0], self.modern)
-            elif self.autopilot == "server" and closed:
-                self.procs[closed[0]] = Proc()  # a healthy server exits when stdin closes
-                self.feed(core.ProcessExited(now=self.now, slot=closed[0], returncode=0))
-            else:
-                return
-
-    def handshaking(self) -> list[int]:
-        """Live slots with an unanswered server/discover or initialize."""
-        return [
-            slot
-            for slot in self.live_slots()
-            if {DISCOVER, INITIALIZE} & set(self.procs[slot].outstanding.values())
-        ]
-
-    def issue(self, kind: str) -> int:
+    def issue(self, kind: str, timeout: float | None = None) -> int:
+        """A new ticket; ``timeout`` (for calls and lists: None means call_timeout) bounds
+        when the caller must be answered, progress or not."""
         self.next_ticket += 1
         self.kinds[self.next_ticket] = kind
+        if kind == "await":
+            assert timeout is not None
+            self.answer_by[self.next_ticket] = self.now + timeout
+        elif kind != "close":
+            limit = max(timeout or self.spec.call_timeout, self.spec.max_call_timeout)
+            self.answer_by[self.next_ticket] = self.now + limit
         return self.next_ticket
 
-    def open_tickets(self) -> list[int]:
-        return [t for t in self.kinds if t not in self.replies and t not in self.cancelled]
+    def open_tickets(self) -> set[int]:
+        return {t for t in self.kinds if t not in self.replies and t not in self.cancelled}
 
     def live_slots(self) -> list[int]:
         return [i for i, p in enumerate(self.procs) if p.live]
@@ -297,11 +338,22 @@ class SessionMachineStateful(RuleBasedStateMachine):
         return [i for i, p in enumerate(self.procs) if p.pending_spawn]
 
     def answerable(self) -> list[tuple[int, int]]:
-        return [
-            (slot, rid)
-            for slot in self.live_slots()
-            for rid in sorted(self.procs[slot].outstanding)
-        ]
+        return [(s, rid) for s in self.live_slots() for rid in sorted(self.procs[s].outstanding)]
+
+    def spawned(self, slot: int) -> None:
+        self.procs[slot] = Proc(live=True)
+        self.feed(core.ProcessSpawned(now=self.now, slot=slot, pid=1000 + slot))
+
+    def handshake(self, slot: int, modern: bool) -> None:
+        """Answer the handshake on ``slot`` as a healthy (modern or legacy) server would."""
+        for _ in range(3):
+            proc = self.procs[slot]
+            waiting = [r for r, m in proc.outstanding.items() if m in (DISCOVER, INITIALIZE)]
+            if not proc.live or not waiting:
+                return
+            rid = max(waiting)  # a probe that timed out was followed by initialize
+            method = proc.outstanding[rid]
+            self.answer(slot, _response(rid, method, 0 if modern or method == INITIALIZE else 1))
 
     def stdout(self, slot: int, data: bytes, split: int | None = None) -> None:
         """Feed ``data`` from ``slot``'s stdout, in two reads when ``split`` is given."""
@@ -312,10 +364,9 @@ class SessionMachineStateful(RuleBasedStateMachine):
 
     def answer(self, slot: int, message: dict[str, Any], split: int | None = None) -> None:
         proc = self.procs[slot]
-        rid = message["id"]
-        # The server has answered: from now on cancelling this id would be a bug.
-        if proc.outstanding.pop(rid, None) is not None:
-            proc.answered.append(rid)
+        # The server has answered: from now on, cancelling this id would be a bug.
+        if proc.outstanding.pop(message["id"], None) is not None:
+            proc.answered.append(message["id"])
         self.stdout(slot, _line(message), split)
 
     def fire(self) -> None:
@@ -336,14 +387,17 @@ class SessionMachineStateful(RuleBasedStateMachine):
         elif isinstance(action, core.Spawn):
             proc = self.procs[action.slot]
             assert not proc.live and not proc.pending_spawn, f"{action} while {proc}"
-            proc.pending_spawn = True
+            proc.pending_spawn, proc.spawn_at = True, self.step
         elif isinstance(action, core.WriteStdin):
             self.check_write(action)
         elif isinstance(action, core.CloseStdin | core.SignalProcess):
             proc = self.procs[action.slot]
             assert proc.live, f"{action} for a process that is not running: {proc}"
             if isinstance(action, core.CloseStdin):
-                proc.stdin_closed = True
+                proc.stdin_closed, proc.close_at = True, self.step
+        elif isinstance(action, core.HandleServerRequest):
+            assert action.handle not in self.handles, f"handle reused: {action}"
+            self.handles.append(action.handle)
         elif isinstance(action, core.Log):
             gave_up = GIVE_UP.search(action.message)
             if gave_up:
@@ -355,47 +409,59 @@ class SessionMachineStateful(RuleBasedStateMachine):
         assert ticket in self.kinds, f"reply for a ticket never issued: {reply}"
         assert ticket not in self.cancelled, f"reply after CancelCall: {reply}"
         assert ticket not in self.replies, f"second reply: {reply}"
-        self.replies[ticket] = 1
+        self.replies.add(ticket)
         kind = self.kinds[ticket]
         if kind == "close":
+            assert reply.error is None and reply.value is None, reply
             self.running = False
-        if reply.error is not None:
-            assert isinstance(reply.error, core.McpError)
-            assert kind != "close", f"Close answered with an error: {reply}"
-            return
-        expected: type | tuple[type, ...] = {
-            "call": core.CallToolResult,
-            "progress-call": core.CallToolResult,
-            "list": list,
-            "await": core.Status,
-            "close": type(None),
-        }[kind]
-        assert isinstance(reply.value, expected), f"{kind} answered with {reply.value!r}"
-        if kind == "await":
-            assert reply.value.state == "ready"  # type: ignore[attr-defined]
+        elif reply.error is not None:
+            assert isinstance(reply.error, core.McpError), reply
+        elif kind == "await":
+            assert isinstance(reply.value, core.Status) and reply.value.state == "ready", reply
+        elif kind == "list":
+            assert isinstance(reply.value, list), reply
+        else:
+            assert isinstance(reply.value, core.CallToolResult), reply
 
     def check_write(self, action: core.WriteStdin) -> None:
         proc = self.procs[action.slot]
         assert proc.live, f"write to a slot with no running process: {action} ({proc})"
         assert action.data.endswith(b"\n") and action.data.count(b"\n") == 1, action
         message = json.loads(action.data)
-        assert isinstance(message, dict)
+        assert isinstance(message, dict), action
         method = message.get("method")
-        if "id" in message and method is not None:
+        # Drivers drop writes after CloseStdin, so a late answer to the server's ping is
+        # harmless; a request or notification, though, means a process being stopped is
+        # still being worked with.
+        assert method is None or not proc.stdin_closed, f"{method} after CloseStdin: {action}"
+        if method is None:
+            # An answer must go to the very process that asked, once.
+            assert message.get("id") in proc.asked_us, (
+                f"answer to a request this process did not send (or got answered): {message}"
+            )
+            assert ("result" in message) != ("error" in message), message
+            proc.asked_us.remove(message["id"])
+            return
+        if "id" in message:
             rid = message["id"]
             assert isinstance(rid, int) and rid not in self.request_ids, f"id reused: {message}"
-            # Drivers drop writes after CloseStdin, so a late answer to a server's ping is
-            # harmless; a request, though, would start work on a process being stopped.
-            assert not proc.stdin_closed, f"request written after CloseStdin: {action}"
             assert method in (DISCOVER, INITIALIZE, *CALLER_METHODS), message
             self.request_ids.add(rid)
             proc.outstanding[rid] = method
-            if method == "tools/call":
+            if method in (DISCOVER, INITIALIZE):
+                proc.asked_at[rid] = self.step
+            elif method == "tools/call":
                 ticket = message["params"]["arguments"]["t"]
                 assert ticket in self.open_tickets(), f"sent a finished call: {message}"
-                assert ticket not in self.call_request, f"call sent twice: {message}"
+                # Sent again only as a 2026-07-28 input_required retry: the earlier request of
+                # that call must have been answered, and the retry carries inputResponses.
+                if ticket in self.call_request:
+                    old_slot, old_rid = self.call_request[ticket]
+                    assert old_rid not in self.procs[old_slot].outstanding, (
+                        f"call sent twice while its request is still out: {message}"
+                    )
+                    assert "inputResponses" in message["params"], f"call sent twice: {message}"
                 self.call_request[ticket] = (action.slot, rid)
-                self.call_owner[rid] = ticket
                 token = message["params"].get("_meta", {}).get("progressToken")
                 assert (token == rid) == (self.kinds[ticket] == "progress-call"), message
         elif method == "notifications/cancelled":
@@ -414,39 +480,47 @@ class SessionMachineStateful(RuleBasedStateMachine):
         if self.machine is None:
             return
         m = self.m
-        slots = len(self.procs)
-        assert m.in_flight + m.queued <= m.in_flight_cap * slots + self.spec.queue_limit, m
+        window = m.in_flight_cap * len(self.procs) + self.spec.queue_limit
+        assert m.in_flight + m.queued <= window, f"{m} exceeds {window}"
         if m.state != "ready":
             assert m.in_flight == 0 and m.queued == 0, m
         deadline = m.next_deadline()
         assert deadline is None or (isinstance(deadline, float) and math.isfinite(deadline))
         status = m.status(self.now)
         assert (status.in_flight, status.queued, status.state) == (m.in_flight, m.queued, m.state)
-        open_now = set(self.open_tickets())
-        active: dict[int, int] = {}
+        open_now = self.open_tickets()
+        per_slot = [0] * len(self.procs)
         for ticket, (slot, rid) in self.call_request.items():
-            if ticket not in open_now:
-                continue
-            proc = self.procs[slot]
-            # A call still waiting for its answer is on a live process that can answer it.
-            assert proc.live and rid in proc.outstanding and rid not in proc.cancelled, (
-                f"call {ticket} (id {rid}) is unanswered but its process cannot answer: {proc}"
+            if ticket in open_now:
+                proc = self.procs[slot]
+                assert proc.live and rid in proc.outstanding and rid not in proc.cancelled, (
+                    f"call {ticket} (id {rid}) waits, but its process cannot answer: {proc}"
+                )
+                per_slot[slot] += 1
+        assert max(per_slot) <= m.in_flight_cap, f"calls in flight per slot: {per_slot}"
+        # Liveness: no caller waits past its deadline (progress pushes a call's deadline out,
+        # never past max_call_timeout); a ready session answers every await_ready at once;
+        # queued work waits only while the (single) connection is full.
+        bounds = [self.answer_by[t] for t in open_now if t in self.answer_by]
+        if bounds:
+            assert deadline is not None and deadline <= min(bounds), (
+                f"next_deadline() {deadline}, yet a caller must be answered by {min(bounds)}"
             )
-            active[slot] = active.get(slot, 0) + 1
-        for slot, count in active.items():
-            assert count <= m.in_flight_cap, f"slot {slot} has {count} calls in flight"
+        if m.state == "ready":
+            waiting = [t for t in open_now if self.kinds[t] == "await"]
+            assert not waiting, f"ready, yet await_ready {waiting} not answered"
+            if len(self.procs) == 1 and m.queued:
+                assert m.in_flight == m.in_flight_cap, f"{m}: queued while there is room"
         self.clean = True
 
     # --- caller events ---------------------------------------------------------------------
-    # A ``pick`` chooses among what exists now (modulo its length), so printed steps stay
-    # readable and shrink towards the first candidate.
-    #
-    # Hypothesis has no rule weights, but it orders rules by their number of arguments and
-    # favours the first ones: the steps that keep a session busy (timers, answers, calls, the
-    # handshake) take one argument or none, and the ones that end it (Close, exits) take three.
+    # Hypothesis has no rule weights; it orders rules by their number of arguments and leans
+    # a little towards the first. So the rules that keep a session busy (timers, calls,
+    # answers, the handshake) take one argument (a tuple ``how``) or none, and the ones that
+    # end a session (Close, exits) take three.
 
-    # Connect is a no-op while a session runs or stops (Close's then_connect tests that):
-    # only a stopped client is worth connecting.
+    # Connect is a no-op while a session runs or stops (close(then_connect=True) covers
+    # that): only a stopped client is worth connecting.
     @precondition(
         lambda self: (
             self.machine is not None
@@ -456,55 +530,64 @@ class SessionMachineStateful(RuleBasedStateMachine):
         )
     )
     @rule()
+    @driven
     def connect(self) -> None:
         self.feed(core.Connect(now=self.now))
 
-    @rule(how=st.tuples(st.none() | times, st.booleans()))
-    def call_tool(self, how: tuple[float | None, bool]) -> None:
-        """CallTool with ``how = (timeout, progress)``."""
-        timeout, progress = how
-        ticket = self.issue("progress-call" if progress else "call")
-        self.feed(
-            core.CallTool(
-                now=self.now,
-                ticket=ticket,
-                name="echo",
-                arguments={"t": ticket},
-                timeout=timeout,
-                progress=progress,
+    @rule(how=st.tuples(st.none() | times, st.booleans(), st.integers(1, 3)))
+    @driven
+    def call_tool(self, how: tuple[float | None, bool, int]) -> None:
+        """``how = (timeout, progress, callers)``: that many callers call at once. Each
+        ticket is in its call's arguments, so the test knows whose request is whose."""
+        timeout, progress, callers = how
+        for _ in range(callers):
+            ticket = self.issue("progress-call" if progress else "call", timeout)
+            self.feed(
+                core.CallTool(
+                    now=self.now,
+                    ticket=ticket,
+                    name="echo",
+                    arguments={"t": ticket},
+                    timeout=timeout,
+                    progress=progress,
+                )
             )
-        )
 
     @rule(refresh=st.booleans(), timeout=st.none() | times)
+    @driven
     def list_tools(self, refresh: bool, timeout: float | None) -> None:
-        ticket = self.issue("list")
+        ticket = self.issue("list", timeout)
         self.feed(core.ListTools(now=self.now, ticket=ticket, refresh=refresh, timeout=timeout))
 
-    @rule(timeout=st.just(0.0) | times, then_cancel=st.booleans())
-    def await_ready(self, timeout: float, then_cancel: bool) -> None:
-        ticket = self.issue("await")
+    @rule(timeout=st.just(0.0) | times, then_cancel=st.booleans(), connect=st.booleans())
+    @driven
+    def await_ready(self, timeout: float, then_cancel: bool, connect: bool) -> None:
+        """A caller starts the client first if ``connect`` (a no-op unless it is stopped),
+        waits until ready, and maybe gives up at once."""
+        if connect:
+            self.feed(core.Connect(now=self.now))
+        ticket = self.issue("await", timeout)
         self.feed(core.AwaitReady(now=self.now, ticket=ticket, timeout=timeout))
         if then_cancel:
             self.cancelled.add(ticket)
             self.feed(core.CancelCall(now=self.now, ticket=ticket))
 
     @rule(pick=picks)
+    @driven
     def cancel(self, pick: int) -> None:
-        # A driver cancels callers (calls, lists, waits), not a Close; 10**9 was never issued.
+        """Cancel a caller (newest first; a Close is not cancellable), or a ticket never
+        issued."""
         known = [t for t, kind in self.kinds.items() if kind != "close"]
-        ticket = [*reversed(known), 10**9][pick % (len(known) + 1)]  # newest first
+        ticket = [*reversed(known), 10**9][pick % (len(known) + 1)]
         if ticket in self.kinds:
             self.cancelled.add(ticket)
         self.feed(core.CancelCall(now=self.now, ticket=ticket))
 
     # Hypothesis picks Close far more often than a uniform choice would, and every Close
-    # idles the session for several steps: two per run (plus the teardown's) are plenty.
+    # idles the session for several steps: two per run (and the teardown's) are plenty.
     @precondition(lambda self: list(self.kinds.values()).count("close") < 2)
-    @rule(
-        then_connect=st.booleans(),
-        seconds=st.sampled_from([0.0, 1.0]),
-        twice=st.booleans(),
-    )
+    @rule(then_connect=st.booleans(), seconds=st.sampled_from([0.0, 1.0]), twice=st.booleans())
+    @driven
     def close(self, then_connect: bool, seconds: float, twice: bool) -> None:
         """Close (maybe twice); then, ``seconds`` later, maybe Connect again (ignored while
         the processes are still being stopped)."""
@@ -516,23 +599,9 @@ class SessionMachineStateful(RuleBasedStateMachine):
 
     # --- process events --------------------------------------------------------------------
 
-    def spawned(self, slot: int) -> None:
-        self.procs[slot] = Proc(live=True)
-        self.feed(core.ProcessSpawned(now=self.now, slot=slot, pid=1000 + slot))
-
-    def handshake(self, slot: int, modern: bool) -> None:
-        """Answer the handshake on ``slot`` as a healthy (modern or legacy) server would."""
-        for _ in range(3):
-            proc = self.procs[slot]
-            waiting = [r for r, m in proc.outstanding.items() if m in (DISCOVER, INITIALIZE)]
-            if not proc.live or not waiting:
-                return
-            rid = max(waiting)  # a probe that timed out was followed by initialize
-            method = proc.outstanding[rid]
-            self.answer(slot, _response(rid, method, 0 if modern or method == INITIALIZE else 1))
-
     @precondition(lambda self: self.pending_slots())
     @rule(modern=st.booleans())
+    @driven
     def spawn_and_handshake(self, modern: bool) -> None:
         """ProcessSpawned for the first pending slot, then a healthy server's handshake."""
         slot = self.pending_slots()[0]
@@ -541,9 +610,10 @@ class SessionMachineStateful(RuleBasedStateMachine):
 
     @precondition(lambda self: self.pending_slots())
     @rule(pick=picks, outcome=st.sampled_from(["spawned", "failed", "missing"]), at=steps)
+    @driven
     def spawn_outcome(self, pick: int, outcome: str, at: float) -> None:
         """The driver answers a Spawn ``at`` seconds later: running (the handshake is left to
-        the other rules) or failed."""
+        the other rules) or failed (``missing``: the executable does not exist)."""
         slot = _choose(self.pending_slots(), pick)
         self.now += at
         if outcome == "spawned":
@@ -559,6 +629,7 @@ class SessionMachineStateful(RuleBasedStateMachine):
         trouble=st.sampled_from(["exit", "write_failed", "stderr", "stdout_closed"]),
         code=st.none() | st.integers(-15, 3),
     )
+    @driven
     def process_trouble(self, pick: int, trouble: str, code: int | None) -> None:
         slot = _choose(self.live_slots(), pick)
         if trouble == "exit":
@@ -575,6 +646,7 @@ class SessionMachineStateful(RuleBasedStateMachine):
 
     @precondition(lambda self: self.answerable())
     @rule(how=st.tuples(picks, st.integers(0, 5), st.none() | st.integers(0, 200)))
+    @driven
     def server_answers(self, how: tuple[int, int, int | None]) -> None:
         """``how = (pick, variant, split)``: an answer to a request (good, odd or failing;
         variant 5 is over max_message_bytes), in two reads when ``split`` is set."""
@@ -589,23 +661,23 @@ class SessionMachineStateful(RuleBasedStateMachine):
 
     @precondition(lambda self: self.answerable())
     @rule(pick=picks, more=st.lists(picks, min_size=1, max_size=4))
+    @driven
     def server_answers_batch(self, pick: int, more: list[int]) -> None:
         """A JSON array answering several requests of one process at once."""
         slot = _choose(sorted({s for s, _ in self.answerable()}), pick)
-        variant = pick // 4
         proc = self.procs[slot]
-        ids = sorted({_choose(sorted(proc.outstanding), p) for p in more})
         batch = []
-        for n, rid in enumerate(ids):
-            batch.append(_response(rid, proc.outstanding.pop(rid), variant + n))
+        for n, rid in enumerate(sorted({_choose(sorted(proc.outstanding), p) for p in more})):
+            batch.append(_response(rid, proc.outstanding.pop(rid), pick // 4 + n))
             proc.answered.append(rid)
         self.stdout(slot, _line(batch))
 
     @precondition(lambda self: self.live_slots())
     @rule(pick=picks, noise=st.sampled_from(NOISE), variant=st.integers(0, 4))
+    @driven
     def server_noise(self, pick: int, noise: bytes | str, variant: int) -> None:
-        """Garbage lines, server requests, list_changed, and answers to ids already answered
-        or never sent: none of them may answer a caller."""
+        """Garbage lines, server requests, log and list_changed notifications, and answers to
+        ids already answered or never sent: none of them may answer a caller."""
         slot = _choose(self.live_slots(), pick)
         if noise == "again":
             done = self.procs[slot].answered
@@ -616,24 +688,56 @@ class SessionMachineStateful(RuleBasedStateMachine):
             self.stdout(slot, noise)
 
     @precondition(lambda self: self.live_slots())
+    @rule(pick=picks, request=st.sampled_from(SERVER_REQUESTS))
+    @driven
+    def server_asks(self, pick: int, request: tuple[str, dict[str, Any]]) -> None:
+        """A request from the server: ping, one an application handler may answer, or one
+        the client must refuse."""
+        slot = _choose(self.live_slots(), pick)
+        self.server_ids += 1
+        request_id = f"s{self.server_ids}" if pick % 2 else self.server_ids
+        self.procs[slot].asked_us.add(request_id)
+        method, params = request
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        self.stdout(slot, _line(message))
+
+    # KNOWN MACHINE BUG (for the lead to fix, not to weaken): the machine routes a handler's
+    # answer by slot, not by process, so an answer given after the asking process exited (or
+    # after Close + Connect) is written to its replacement. This rule and the teardown's
+    # restart catch it.
+    @precondition(lambda self: self.handles)
+    @rule(pick=picks, ok=st.booleans())
+    @driven
+    def application_answers(self, pick: int, ok: bool) -> None:
+        """The application's handler answers a HandleServerRequest (or refuses it), maybe
+        long after the process that asked is gone; a handle answered twice is ignored."""
+        handle = _choose(self.handles, pick)
+        if pick % 4:  # mostly once; sometimes again
+            self.handles.remove(handle)
+        answer = {"result": {"roots": []}} if ok else {"error_code": -1, "error_message": "no"}
+        self.feed(core.ServerRequestAnswered(now=self.now, handle=handle, **answer))
+
+    @precondition(lambda self: self.live_slots())
     @rule(pick=picks, progress=st.integers(0, 100) | st.just("x"))
+    @driven
     def server_progress(self, pick: int, progress: int | str) -> None:
         """Progress for a sent call (or an unknown token), with a total when ``pick`` is odd."""
         slot = _choose(self.live_slots(), pick)
-        total = 100 if pick % 2 else None
         calls = sorted(r for r, m in self.procs[slot].outstanding.items() if m == "tools/call")
-        token = _choose(calls, pick // 3) if calls else 10**6
-        params: dict[str, Any] = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        self.stdout(
-            slot, _line({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
-        )
+        params: dict[str, Any] = {
+            "progressToken": _choose(calls, pick // 3) if calls else 10**6,
+            "progress": progress,
+        }
+        if pick % 2:
+            params["total"] = 100
+        note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+        self.stdout(slot, _line(note))
 
     # --- time --------------------------------------------------------------------------------
 
     @precondition(lambda self: self.machine is not None and self.m.next_deadline() is not None)
     @rule()
+    @driven
     def fire_at_next_deadline(self) -> None:
         deadline = self.m.next_deadline()
         assert deadline is not None
@@ -641,6 +745,7 @@ class SessionMachineStateful(RuleBasedStateMachine):
         self.fire()
 
     @rule(seconds=steps, fire=st.booleans())
+    @driven
     def time_passes(self, seconds: float, fire: bool) -> None:
         """The clock moves; the timer fires now, or not yet (the next event is then late)."""
         self.now += seconds
@@ -652,6 +757,20 @@ class SessionMachineStateful(RuleBasedStateMachine):
     def teardown(self) -> None:
         if self.machine is None or not self.clean:
             return
+        self.stop_everything()
+        # A restart inherits nothing from the stopped session: the application's answers to
+        # the old processes' requests, given now, must not reach the new processes.
+        self.feed(core.Connect(now=self.now))
+        for slot in self.pending_slots():
+            self.spawned(slot)
+            self.handshake(slot, self.modern)
+        for handle in self.handles:
+            self.feed(core.ServerRequestAnswered(now=self.now, handle=handle, result={}))
+        self.stop_everything()
+
+    def stop_everything(self) -> None:
+        """Close, let every process exit, run the timers out; then every caller has been
+        answered once and nothing is left to do."""
         close = self.issue("close")
         self.feed(core.Close(now=self.now, ticket=close))
         for slot in self.pending_slots():
@@ -666,14 +785,19 @@ class SessionMachineStateful(RuleBasedStateMachine):
                 break
             self.now = max(self.now, deadline)
             self.fire()
-        assert self.replies.get(close) == 1, "the Close ticket was not answered"
+        assert close in self.replies, "the Close ticket was not answered"
         unanswered = [t for t in self.kinds if t not in self.cancelled and t not in self.replies]
         assert not unanswered, f"tickets never answered: {[(t, self.kinds[t]) for t in unanswered]}"
-        assert self.m.state == "closed" and self.m.in_flight == self.m.queued == 0
+        assert self.m.state == "closed" and self.m.in_flight == self.m.queued == 0, self.m
         assert self.m.next_deadline() is None, "a closed machine still has a timer armed"
 
 
+# The explain phase (which annotates a failing example) takes minutes on runs this long;
+# without it a failure is shrunk and reported in seconds.
 SessionMachineStateful.TestCase.settings = settings(
-    max_examples=200, stateful_step_count=40, deadline=None
+    max_examples=200,
+    stateful_step_count=40,
+    deadline=None,
+    phases=[phase for phase in Phase if phase is not Phase.explain],
 )
 TestSessionMachineStateful = SessionMachineStateful.TestCase
