@@ -19,6 +19,7 @@ from ._actions import (
     StartHttp,
     WriteStdin,
 )
+from ._config import InvalidConfig, LoadedConfig, load_config
 from ._eras import LATEST_LEGACY, LEGACY_VERSIONS, MODERN_VERSION
 from ._errors import (
     Busy,
@@ -114,10 +115,12 @@ __all__ = [
     "ImageContent",
     "InMemorySpendGate",
     "InitializationFailed",
+    "InvalidConfig",
     "InvalidResponse",
     "InvalidSpec",
     "JsonRpcError",
     "ListTools",
+    "LoadedConfig",
     "Log",
     "McpError",
     "MessageTooLarge",
@@ -158,6 +161,7 @@ __all__ = [
     "encode_action",
     "encode_event",
     "inherit_environment",
+    "load_config",
     "parse_tool_name",
     "replay",
     "replay_lines",

@@ -381,3 +381,17 @@ async def test_server_requests_reach_the_handlers(driver: str) -> None:
         listed = await c.call_tool("get-roots-list")
         assert "file:///tmp/project" in listed.text
     assert {"sampling", "elicitation", "roots"} <= set(asked)
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+async def test_elicitation_in_both_eras_against_the_official_sdk(driver: str, era: str) -> None:
+    asked: list[dict] = []
+
+    def elicitation(params: dict) -> dict:
+        asked.append(params)
+        return {"action": "accept", "content": {"name": "Grace"}}
+
+    async with client(driver, py_server_argv(), era=era, elicitation=elicitation) as c:
+        assert c.status().era == era
+        assert (await c.call_tool("greet")).text == "hello Grace"
+    assert asked and "name" in asked[0]["message"]

@@ -12,13 +12,19 @@ Tools:
   add(a, b) -> int, as structuredContent {"result": a + b}
   slow(seconds, steps) -> "done", reporting progress `steps` times over `seconds`
   fail() -> a result with isError true
+  greet() -> "hello <name>", the name asked of the client (elicitation): in the 2026-07-28 era
+            through an input_required round, in the legacy era as an elicitation/create request
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from pydantic import BaseModel
 
 server: MCPServer = MCPServer("py-test-server", version="1", log_level="WARNING")
 
@@ -48,6 +54,20 @@ async def slow(seconds: float, steps: int, ctx: Context) -> str:
 def fail() -> str:
     """Always fail: the SDK turns ToolError into a result with isError true and this text."""
     raise ToolError("fail tool failed on purpose")
+
+
+class Name(BaseModel):
+    name: str = "Ada"
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+@server.tool()
+def greet(person: Annotated[Name, Resolve(ask_name)]) -> str:
+    """Greet whoever the client says it is."""
+    return f"hello {person.name}"
 
 
 if __name__ == "__main__":
