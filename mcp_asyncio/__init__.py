@@ -7,5 +7,6 @@ waits until it is ready, and stops it (no process left behind) when the block en
 from __future__ import annotations
 
 from ._client import Client
+from ._group import ClientGroup
 
-__all__ = ["Client"]
+__all__ = ["Client", "ClientGroup"]

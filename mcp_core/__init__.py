@@ -36,6 +36,7 @@ from ._errors import (
     RequestTimeout,
     ServerExited,
     SessionRejected,
+    UnknownTool,
     UnmeteredCall,
     UnsupportedVersion,
 )
@@ -153,6 +154,7 @@ __all__ = [
     "TimerFired",
     "Tool",
     "UnknownContent",
+    "UnknownTool",
     "UnmeteredCall",
     "UnsupportedVersion",
     "WriteFailed",

@@ -25,6 +25,7 @@ __all__ = [
     "RequestTimeout",
     "ServerExited",
     "SessionRejected",
+    "UnknownTool",
     "UnmeteredCall",
     "UnsupportedVersion",
 ]
@@ -176,3 +177,12 @@ class UnmeteredCall(McpError):
             + (f" ({detail})" if detail else "")
         )
         self.tool = tool
+
+
+class UnknownTool(McpError):
+    """A group's ``call_tool`` was given a name that no server of the group lists; nothing was
+    sent. ``name`` is the name as given. The group and every client are unchanged."""
+
+    def __init__(self, name: str, hint: str) -> None:
+        super().__init__(f"no server of this group has a tool named {name!r}: {hint}")
+        self.name = name

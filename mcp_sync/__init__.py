@@ -8,5 +8,6 @@ process left behind) when the block ends. A client may be used from many threads
 from __future__ import annotations
 
 from ._client import Client
+from ._group import ClientGroup
 
-__all__ = ["Client"]
+__all__ = ["Client", "ClientGroup"]

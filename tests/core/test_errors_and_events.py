@@ -25,6 +25,7 @@ ERRORS = [
     core.InvalidResponse("tools/call", "content is not a list"),
     core.UnmeteredCall("buy", "reservation already used"),
     core.UnmeteredCall("buy"),
+    core.UnknownTool("mcp__fs__nope", "did you mean mcp__fs__read_file?"),
 ]
 
 

@@ -1,0 +1,252 @@
+"""Many servers behind one tool list: ``ClientGroup`` (SPEC §3, §12), on anyio.
+
+The same API as ``mcp_sync.ClientGroup``, awaited. Each client lives in a task of the group's
+task group from its ``start()`` to its ``stop()`` (a ``Client`` must be started and stopped by
+the same task), so the clients stop concurrently when the group ends. The naming rules, the
+routing table and the reading of specs are shared with the blocking driver.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from types import MappingProxyType, TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+
+from mcp_core import CallToolResult, McpError, NotReady, Status, Tool
+
+# Shared with the blocking driver until they move into mcp_core (they are pure).
+from mcp_sync._group import GroupSpecs, UnknownTool, down_error, plan_group
+
+from ._client import Client
+
+__all__ = ["ClientGroup", "UnknownTool"]
+
+
+def _server_log(server: str) -> logging.Logger:
+    # The client's own notes about a server go to mcp_client.<name> (README "Logs").
+    return logging.getLogger(f"mcp_client.{server}")
+
+
+class ClientGroup:
+    """Many MCP servers, one namespaced tool list, on anyio (asyncio or trio).
+
+    ``async with ClientGroup({"fs": {...}, "web": {...}}) as group:`` starts every client,
+    waits (one shared deadline: the largest ``init_timeout``, unless ``wait=False``) and, when
+    the block ends, stops them all at once (shielded), leaving no process behind. ``specs`` is
+    a mapping of server name to ``Spec`` or mapping (a mapping gets ``name`` = its key unless
+    it has one) or a loaded config (``.servers``, ``.skipped``). ``client_options`` go to every
+    client: Client keywords (``elicitation=``, ...) as they are, spec fields
+    (``call_timeout=``, ...) over each server's own. A server refused here is reported by
+    ``status()``, never raised; ``TypeError`` only for an unknown option or ``specs`` of the
+    wrong type. Like ``Client``, it must be constructed inside the event loop, and
+    ``start()``/``stop()`` must be called from the same task (``async with`` does that).
+
+    Tool names are ``mcp__<server>__<tool>`` (see ``mcp_sync._group.ToolTable``); the key of a
+    server in ``specs`` is its name there, in ``status()`` and in ``clients``.
+    """
+
+    def __init__(self, specs: GroupSpecs, /, *, wait: bool = True, **client_options: Any) -> None:
+        plan = plan_group(specs, client_options, Client)
+        self._order = plan.order
+        self._clients = plan.clients
+        self._down = plan.down
+        self._table = plan.table
+        self._init_timeout = plan.init_timeout
+        self._wait = wait
+        for name, status in self._down.items():
+            _server_log(name).warning("server %r is not started: %s", name, status.last_error)
+        self._phase = "new"  # -> "running" -> "stopped": a group runs once
+        self._stack: AsyncExitStack | None = None
+        self._stopping: anyio.Event | None = None
+
+    @property
+    def clients(self) -> Mapping[str, Client]:
+        """The client of every server that was started (refused servers have none)."""
+        return MappingProxyType(self._clients)
+
+    def __repr__(self) -> str:
+        states = ", ".join(f"{name}={s.state}" for name, s in self.status().items())
+        return f"<mcp_asyncio.ClientGroup {states}>"
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every client; each connects in the background, so this returns at once.
+
+        If a client cannot start, the ones already started are stopped and its error is
+        raised. ``NotReady('closed')`` on a stopped group.
+        """
+        if self._phase == "running":
+            return
+        if self._phase == "stopped":
+            raise NotReady("closed")
+        _protect_background_tasks()
+        stack = AsyncExitStack()
+        try:
+            tasks = await stack.enter_async_context(anyio.create_task_group())
+            stopping = self._stopping = anyio.Event()
+            stack.callback(stopping.set)  # runs first on close: the hosts stop their clients
+            for client in self._clients.values():
+                await tasks.start(self._host, client)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        self._phase = "running"
+
+    async def stop(self) -> None:
+        """Stop every client at once and wait until every server process is gone. Never
+        raises for a server; a cancelled caller still waits for it (shielded); idempotent."""
+        self._phase = "stopped"
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def _host(self, client: Client, *, task_status: TaskStatus[None]) -> None:
+        # One task per client from its start() to its stop(): the same task must do both, and
+        # with no cancel scope of ours between them (stop() shields its own shutdown).
+        assert self._stopping is not None
+        await client.start()
+        try:
+            task_status.started()
+            await self._stopping.wait()
+        finally:
+            await client.stop()
+
+    async def __aenter__(self) -> ClientGroup:
+        await self.start()
+        if self._wait:
+            try:
+                await self.await_ready(self._init_timeout)
+            except BaseException:  # only a cancellation: await_ready never raises for a server
+                await self.stop()
+                raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # --- calls -----------------------------------------------------------------------------
+
+    async def await_ready(self, timeout: float = 60.0) -> dict[str, Status]:
+        """Wait until every server is ready or the shared deadline ``timeout`` s from now has
+        passed, and return every server's status. A server that failed (for good, or still
+        retrying at the deadline) shows it in its Status: nothing is raised for it.
+        ``ValueError`` for a negative timeout."""
+        if timeout < 0:
+            raise ValueError("timeout must be >= 0")
+        deadline = time.monotonic() + timeout
+        async with anyio.create_task_group() as tasks:
+            for name, client in self._clients.items():
+                tasks.start_soon(self._await_one, name, client, deadline)
+        return self.status()
+
+    async def _await_one(self, name: str, client: Client, deadline: float) -> None:
+        try:
+            await client.await_ready(max(0.0, deadline - time.monotonic()))
+        except McpError as exc:
+            _server_log(name).debug("server %r is not ready: %s", name, exc)
+
+    async def list_tools(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> list[Tool]:
+        """The tools of every ready server, named ``mcp__<server>__<tool>``, in server order.
+
+        Each client is asked at once (``refresh`` and ``timeout`` are passed on); its cache
+        makes that cheap, and when a server reports ``notifications/tools/list_changed`` its
+        client drops the cache (``status().tools`` becomes None), so the next call here shows
+        the new list. A server that is not ready is left out; one that fails to list is left
+        out and logged to ``mcp_client.<server>``. Never raises for a server.
+        """
+        listed: dict[str, list[Tool]] = {}
+
+        async def fetch(name: str, client: Client) -> None:
+            try:
+                listed[name] = await client.list_tools(refresh=refresh, timeout=timeout)
+            except McpError as exc:
+                _server_log(name).warning("tools of server %r left out: %s", name, exc)
+
+        async with anyio.create_task_group() as tasks:
+            for name, client in self._clients.items():
+                if client.status().state == "ready":
+                    tasks.start_soon(fetch, name, client)
+        out: list[Tool] = []
+        for name in self._order:
+            if name in listed:
+                out.extend(self._publish(name, listed[name]))
+        return out
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **options: Any
+    ) -> CallToolResult:
+        """Call the tool listed as ``name`` on its server, under the tool's own name;
+        ``options`` (``timeout=``, ``progress=``, ``reservation=``) go to ``Client.call_tool``.
+
+        Raises ``UnknownTool`` when no server has that name (nothing is sent); for a server
+        that is down, that client's own error (``NotReady``, ``ConnectFailed``; for a server
+        refused at construction ``ConnectFailed(permanent)`` with the reason); otherwise
+        whatever ``Client.call_tool`` raises.
+        """
+        server, tool = await self._route(name)
+        return await self._clients[server].call_tool(tool, arguments, **options)
+
+    def resolve(self, name: str) -> tuple[str, str] | None:
+        """``(server, tool)`` behind a name ``list_tools()`` returned; None if not (yet)
+        listed. Never does I/O."""
+        return self._table.resolve(name)
+
+    def status(self) -> dict[str, Status]:
+        """Every server's status, in the order of ``specs``; never blocks on I/O."""
+        return {
+            name: self._down[name] if name in self._down else self._clients[name].status()
+            for name in self._order
+        }
+
+    # --- routing ---------------------------------------------------------------------------
+
+    def _publish(self, server: str, tools: Sequence[Tool]) -> list[Tool]:
+        renamed, notes = self._table.publish(server, tools)
+        for note in notes:
+            _server_log(server).warning("server %r: %s", server, note)
+        return renamed
+
+    async def _route(self, name: str) -> tuple[str, str]:
+        route = self._table.resolve(name)
+        if route is not None:
+            return route
+        server = self._table.server_of(name)
+        if server is None:
+            raise self._table.unknown(name)
+        if server in self._down:
+            raise down_error(self._down[server])
+        # Not listed yet (cheap: the client's cache); raises the client's error if it is down.
+        self._publish(server, await self._clients[server].list_tools())
+        route = self._table.resolve(name)
+        if route is None:
+            raise self._table.unknown(name)
+        return route
+
+
+def _protect_background_tasks() -> None:
+    """On trio, mark the group's host tasks KI-protected, as ``Client`` does for its own: a
+    Ctrl-C then reaches the caller's task, whose ``async with`` stops every server."""
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return  # trio is imported but we are on asyncio
+    trio.lowlevel.enable_ki_protection(ClientGroup._host)

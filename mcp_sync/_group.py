@@ -1,0 +1,497 @@
+"""Many servers behind one tool list: ``ClientGroup`` (SPEC §3, §12), blocking.
+
+The group starts one ``Client`` per server, waits for all of them against one deadline, shows
+every ready server's tools under namespaced names ``mcp__<server>__<tool>`` and routes each call
+back to its server under the tool's own name. One bad server never blocks or breaks the others:
+its ``Status`` says why it is down and a call to it raises that server's own error.
+
+The first half of this module is pure (no I/O, no threads) and shared with ``mcp_asyncio``:
+``UnknownTool``, ``ToolTable`` (the naming rules and the way back from a name) and
+``plan_group`` (turning specs into clients and refusals). It is meant to move into ``mcp_core``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from types import MappingProxyType, TracebackType
+from typing import Any, Generic, Protocol, TypeVar
+
+from mcp_core import (
+    CallToolResult,
+    ConnectFailed,
+    McpError,
+    Spec,
+    Status,
+    Tool,
+    UnknownTool,
+    parse_tool_name,
+    tool_name,
+)
+from mcp_core._names import normalise_server
+
+from ._client import Client
+
+__all__ = ["ClientGroup", "LoadedConfigLike", "ToolTable", "UnknownTool", "plan_group"]
+
+_HASH_CHARS = 8
+# Rounds of disambiguation before two server names are declared impossible to tell apart
+# (only an 8-hex-digit hash collision between two spellings gets that far).
+_MAX_ROUNDS = 4
+# A tool name long enough that tool_name() must shorten it: shows how it shortens a server part.
+_LONG_TOOL = "x" * 64
+
+
+class LoadedConfigLike(Protocol):
+    """What ``mcp_core.load_config`` returns: the servers that loaded, and why others did not."""
+
+    @property
+    def servers(self) -> Mapping[str, Spec]: ...
+
+    @property
+    def skipped(self) -> Mapping[str, str]: ...
+
+
+GroupSpecs = Mapping[str, Spec | Mapping[str, Any]] | LoadedConfigLike
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:_HASH_CHARS]
+
+
+def server_parts(servers: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The server part of each server's tool names, and the servers that cannot have one.
+
+    A server's part is ``normalise_server(name)`` (``"my-fs"`` -> ``"my_fs"``). When several
+    servers normalise to the same part, each of them whose name is not already that part gets
+    ``_`` and 8 hex digits of ``sha256(name)`` appended (``"my-fs"`` -> ``"my_fs_1b2c3d4e"``), and
+    a server spelt exactly as the part keeps it. The result depends only on the set of names,
+    never on their order. Returns ``(parts, unnamed)``; ``unnamed`` maps a server whose name has
+    no letter or digit (or that cannot be told apart from another) to the reason.
+    """
+    parts: dict[str, str] = {}
+    unnamed: dict[str, str] = {}
+    for server in servers:
+        try:
+            parts[server] = normalise_server(server)
+        except ValueError as exc:
+            unnamed[server] = str(exc)
+    for _ in range(_MAX_ROUNDS):
+        clashes = _clashes(parts)
+        if not clashes:
+            return parts, unnamed
+        for members in clashes:
+            for server in members:
+                if server != parts[server]:  # the server already spelt as the part keeps it
+                    parts[server] = f"{parts[server]}_{_digest(server)}"
+    for members in _clashes(parts):
+        for server in members:
+            del parts[server]
+            unnamed[server] = (
+                f"server name {server!r} cannot be told apart from {sorted(members)!r} in "
+                f"tool names; rename one of them"
+            )
+    return parts, unnamed
+
+
+def _clashes(parts: Mapping[str, str]) -> list[list[str]]:
+    by_part: dict[str, list[str]] = {}
+    for server, part in parts.items():
+        by_part.setdefault(part, []).append(server)
+    return [sorted(members) for members in by_part.values() if len(members) > 1]
+
+
+class ToolTable:
+    """Namespaced tool names of a group of servers and the way back to ``(server, tool)``.
+
+    A tool's name is ``tool_name(part, tool)`` where ``part`` comes from ``server_parts``: it
+    depends only on the server's name (and, for servers whose names clash, on which names
+    clash) and the tool's name, so it is the same after a restart, and a name over 64
+    characters is shortened by ``tool_name``. Shortened names cannot be parsed back, so the
+    table keeps every name it handed out. Not thread-safe: the blocking group locks around it.
+    """
+
+    def __init__(self, servers: Iterable[str]) -> None:
+        self.parts, self.unnamed = server_parts(servers)
+        self._by_part: dict[str, str] = {}
+        for server, part in self.parts.items():
+            self._by_part[part] = server
+            # The part as it appears in a shortened name (a part over 32 chars is cut too).
+            shortened = parse_tool_name(tool_name(part, _LONG_TOOL))
+            assert shortened is not None
+            self._by_part.setdefault(shortened[0], server)
+        self._routes: dict[str, tuple[str, str]] = {}
+        self._names: dict[str, list[str]] = {}  # server -> the names it was given last
+
+    def name(self, server: str, tool: str) -> str:
+        """The namespaced name of ``tool`` of ``server``; ``KeyError`` for an unnamed server,
+        ``ValueError`` for an empty tool name."""
+        return tool_name(self.parts[server], tool)
+
+    def publish(self, server: str, tools: Sequence[Tool]) -> tuple[list[Tool], list[str]]:
+        """Replace ``server``'s entries with ``tools``; return them renamed, and notes to log
+        about tools left out (a duplicate or an empty name: the first of a name wins)."""
+        for old in self._names.pop(server, []):
+            self._routes.pop(old, None)
+        renamed: list[Tool] = []
+        notes: list[str] = []
+        for tool in tools:
+            try:
+                name = self.name(server, tool.name)
+            except ValueError as exc:
+                notes.append(f"tool {tool.name!r} left out: {exc}")
+                continue
+            if name in self._routes:
+                owner = self._routes[name]
+                notes.append(f"tool {tool.name!r} left out: {name!r} already names {owner!r}")
+                continue
+            self._routes[name] = (server, tool.name)
+            renamed.append(dataclasses.replace(tool, name=name))
+        self._names[server] = [tool.name for tool in renamed]
+        return renamed, notes
+
+    def resolve(self, name: str) -> tuple[str, str] | None:
+        """``(server, original tool name)`` for a name this table handed out, else None."""
+        return self._routes.get(name)
+
+    def server_of(self, name: str) -> str | None:
+        """The server whose part ``name`` carries (listed or not), or None."""
+        parsed = parse_tool_name(name)
+        return None if parsed is None else self._by_part.get(parsed[0])
+
+    def unknown(self, name: str) -> UnknownTool:
+        """The error for a name that neither the table nor any server resolves."""
+        parsed = parse_tool_name(name)
+        server = self.server_of(name)
+        if parsed is None:
+            hint = "names here look like mcp__<server>__<tool>; list_tools() gives them"
+        elif server is None:
+            hint = f"no server is named {parsed[0]!r} here (servers: {', '.join(self.parts)})"
+        else:
+            hint = f"server {server!r} lists no such tool"
+        close = difflib.get_close_matches(name, list(self._routes), n=1)
+        return UnknownTool(name, hint + (f"; did you mean {close[0]!r}?" if close else ""))
+
+
+C = TypeVar("C")
+
+
+@dataclasses.dataclass(slots=True)
+class GroupPlan(Generic[C]):
+    """What a group holds once its specs were read: one client per accepted server, the
+    status of each refused one, the naming table and the longest ``init_timeout``."""
+
+    order: tuple[str, ...]
+    clients: dict[str, C]
+    down: dict[str, Status]
+    table: ToolTable
+    init_timeout: float
+
+
+def plan_group(
+    specs: GroupSpecs, options: Mapping[str, Any], client_type: Callable[..., C]
+) -> GroupPlan[C]:
+    """Build a client (not started) for every server of ``specs``.
+
+    ``options`` are given to every client: keywords of ``client_type`` as they are, spec fields
+    on top of each server's spec. A server whose spec is refused (``InvalidSpec``) or whose
+    client cannot be built (any ``McpError``), a config entry that was skipped, and a server
+    whose name cannot be namespaced become a ``closed`` Status whose ``last_error`` says why.
+    Raises ``TypeError`` only for the caller's own mistakes: an unknown option, a ``name`` or
+    ``record`` option, ``specs`` of the wrong type or a server name that is not a string.
+    """
+    if "record" in options:
+        raise TypeError(
+            "ClientGroup() takes no record=: every client would write the same file; "
+            "record one server with a Client of its own"
+        )
+    keywords = frozenset(
+        p.name
+        for p in inspect.signature(client_type).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ) - {"wait", "record"}
+    fields = frozenset(f.name for f in dataclasses.fields(Spec)) - {"name"}
+    unknown = sorted(set(options) - keywords - fields)
+    if unknown:
+        raise TypeError(
+            f"ClientGroup() got unknown option(s) {', '.join(unknown)}: give keywords of "
+            f"Client ({', '.join(sorted(keywords))}) or spec fields; each server is named by "
+            f"its key"
+        )
+    spec_options = {k: v for k, v in options.items() if k in fields}
+    client_options = {k: v for k, v in options.items() if k in keywords}
+    entries, skipped = _entries(specs)
+    order = (*entries, *(name for name in skipped if name not in entries))
+    table = ToolTable(order)
+    plan: GroupPlan[C] = GroupPlan(order, {}, {}, table, 0.0)
+    for name, reason in skipped.items():
+        if name not in entries:
+            plan.down[name] = refused_status(name, reason, None)
+    for name, entry in entries.items():
+        try:
+            if name in table.unnamed:
+                raise _Refused(table.unnamed[name])
+            if isinstance(entry, Spec):
+                spec = Spec.build(entry, **spec_options)
+            elif isinstance(entry, Mapping):
+                spec = Spec.build({"name": name, **entry}, **spec_options)
+            else:
+                raise _Refused(
+                    f"a server entry must be a Spec or a mapping, got {type(entry).__name__}"
+                )
+            plan.clients[name] = client_type(spec, wait=False, **client_options)
+            plan.init_timeout = max(plan.init_timeout, spec.init_timeout)
+        except (McpError, _Refused) as exc:
+            plan.down[name] = refused_status(name, str(exc), entry)
+    return plan
+
+
+class _Refused(Exception):
+    """A server entry the group itself cannot use (not a spec-level problem)."""
+
+
+def _entries(specs: GroupSpecs) -> tuple[dict[str, object], dict[str, str]]:
+    if isinstance(specs, Mapping):
+        entries: dict[str, object] = dict(specs)
+        skipped: dict[str, str] = {}
+    elif hasattr(specs, "servers") and hasattr(specs, "skipped"):
+        entries = dict(specs.servers)
+        skipped = dict(specs.skipped)
+    else:
+        raise TypeError(
+            f"ClientGroup() needs a mapping of server name to spec or a loaded config, "
+            f"got {type(specs).__name__}"
+        )
+    for name in (*entries, *skipped):
+        if not isinstance(name, str):
+            raise TypeError(f"server names must be strings, got {name!r}")
+    return entries, skipped
+
+
+def refused_status(name: str, reason: str, entry: object) -> Status:
+    """The ``closed`` Status of a server the group did not start, ``last_error`` = why."""
+    transport = concurrency = "unknown"
+    if isinstance(entry, Spec):
+        transport, concurrency = entry.transport, entry.default_concurrency(None)
+    elif isinstance(entry, Mapping):
+        transport = "http" if "url" in entry else "stdio" if "command" in entry else "unknown"
+    return Status(
+        name=name, state="closed", transport=transport, concurrency=concurrency, last_error=reason
+    )
+
+
+# --- the blocking group ------------------------------------------------------------------------
+
+
+def _server_log(server: str) -> logging.Logger:
+    # The client's own notes about a server go to mcp_client.<name> (README "Logs").
+    return logging.getLogger(f"mcp_client.{server}")
+
+
+class ClientGroup:
+    """Many MCP servers, one namespaced tool list; blocking and safe to use from many threads.
+
+    ``with ClientGroup({"fs": {...}, "web": {...}}) as group:`` starts every client, waits (one
+    shared deadline: the largest ``init_timeout``, unless ``wait=False``) and, when the block
+    ends, stops them all at once, leaving no process behind. ``specs`` is a mapping of server
+    name to ``Spec`` or mapping (a mapping gets ``name`` = its key unless it has one) or a
+    loaded config (``.servers``, ``.skipped``). ``client_options`` go to every client: Client
+    keywords (``elicitation=``, ...) as they are, spec fields (``call_timeout=``, ...) over
+    each server's own. A server refused here is reported by ``status()``, never raised;
+    ``TypeError`` only for an unknown option or ``specs`` of the wrong type.
+
+    Tool names are ``mcp__<server>__<tool>`` (see ``ToolTable``); the key of a server in
+    ``specs`` is its name there, in ``status()`` and in ``clients``.
+    """
+
+    def __init__(self, specs: GroupSpecs, /, *, wait: bool = True, **client_options: Any) -> None:
+        plan = plan_group(specs, client_options, Client)
+        self._order = plan.order
+        self._clients = plan.clients
+        self._down = plan.down
+        self._table = plan.table
+        self._init_timeout = plan.init_timeout
+        self._wait = wait
+        for name, status in self._down.items():
+            _server_log(name).warning("server %r is not started: %s", name, status.last_error)
+        self._lock = threading.Lock()  # guards the table
+
+    @property
+    def clients(self) -> Mapping[str, Client]:
+        """The client of every server that was started (refused servers have none)."""
+        return MappingProxyType(self._clients)
+
+    def __repr__(self) -> str:
+        states = ", ".join(f"{name}={s.state}" for name, s in self.status().items())
+        return f"<mcp_sync.ClientGroup {states}>"
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start every client; each connects in the background, so this returns at once.
+
+        If a client cannot start, the ones already started are stopped and its error is
+        raised.
+        """
+        started: list[Client] = []
+        try:
+            for client in self._clients.values():
+                client.start()
+                started.append(client)
+        except BaseException:
+            _all_at_once([client.stop for client in started])
+            raise
+
+    def stop(self) -> None:
+        """Stop every client at once and wait until every server process is gone. Never
+        raises for a server; idempotent."""
+        _all_at_once([client.stop for client in self._clients.values()])
+
+    def __enter__(self) -> ClientGroup:
+        self.start()
+        if self._wait:
+            try:
+                self.await_ready(self._init_timeout)
+            except BaseException:  # only an interrupt: await_ready never raises for a server
+                self.stop()
+                raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # --- calls -----------------------------------------------------------------------------
+
+    def await_ready(self, timeout: float = 60.0) -> dict[str, Status]:
+        """Wait until every server is ready or the shared deadline ``timeout`` s from now has
+        passed, and return every server's status. A server that failed (for good, or still
+        retrying at the deadline) shows it in its Status: nothing is raised for it.
+        ``ValueError`` for a negative timeout."""
+        if timeout < 0:
+            raise ValueError("timeout must be >= 0")
+        deadline = time.monotonic() + timeout
+        # One after the other against the same deadline: every client connects in the
+        # background meanwhile, so this waits no longer than waiting for all at once.
+        for name, client in self._clients.items():
+            try:
+                client.await_ready(max(0.0, deadline - time.monotonic()))
+            except McpError as exc:
+                _server_log(name).debug("server %r is not ready: %s", name, exc)
+        return self.status()
+
+    def list_tools(self, *, refresh: bool = False, timeout: float | None = None) -> list[Tool]:
+        """The tools of every ready server, named ``mcp__<server>__<tool>``, in server order.
+
+        Each client is asked at once (``refresh`` and ``timeout`` are passed on); its cache
+        makes that cheap, and when a server reports ``notifications/tools/list_changed`` its
+        client drops the cache (``status().tools`` becomes None), so the next call here shows
+        the new list. A server that is not ready is left out; one that fails to list is left
+        out and logged to ``mcp_client.<server>``. Never raises for a server.
+        """
+        ready = [
+            (name, client)
+            for name, client in self._clients.items()
+            if client.status().state == "ready"
+        ]
+        listed: dict[str, list[Tool]] = {}
+
+        def fetch(name: str, client: Client) -> None:
+            try:
+                listed[name] = client.list_tools(refresh=refresh, timeout=timeout)
+            except McpError as exc:
+                _server_log(name).warning("tools of server %r left out: %s", name, exc)
+
+        _all_at_once([partial(fetch, name, client) for name, client in ready])
+        out: list[Tool] = []
+        with self._lock:
+            for name in self._order:
+                if name in listed:
+                    out.extend(self._publish(name, listed[name]))
+        return out
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **options: Any
+    ) -> CallToolResult:
+        """Call the tool listed as ``name`` on its server, under the tool's own name;
+        ``options`` (``timeout=``, ``progress=``, ``reservation=``) go to ``Client.call_tool``.
+
+        Raises ``UnknownTool`` when no server has that name (nothing is sent); for a server
+        that is down, that client's own error (``NotReady``, ``ConnectFailed``; for a server
+        refused at construction ``ConnectFailed(permanent)`` with the reason); otherwise
+        whatever ``Client.call_tool`` raises.
+        """
+        server, tool = self._route(name)
+        return self._clients[server].call_tool(tool, arguments, **options)
+
+    def resolve(self, name: str) -> tuple[str, str] | None:
+        """``(server, tool)`` behind a name ``list_tools()`` returned; None if not (yet)
+        listed. Never does I/O."""
+        with self._lock:
+            return self._table.resolve(name)
+
+    def status(self) -> dict[str, Status]:
+        """Every server's status, in the order of ``specs``; never blocks on I/O."""
+        return {
+            name: self._down[name] if name in self._down else self._clients[name].status()
+            for name in self._order
+        }
+
+    # --- routing ---------------------------------------------------------------------------
+
+    def _publish(self, server: str, tools: Sequence[Tool]) -> list[Tool]:
+        renamed, notes = self._table.publish(server, tools)
+        for note in notes:
+            _server_log(server).warning("server %r: %s", server, note)
+        return renamed
+
+    def _route(self, name: str) -> tuple[str, str]:
+        with self._lock:
+            route = self._table.resolve(name)
+            server = self._table.server_of(name)
+            if route is None and server is None:
+                raise self._table.unknown(name)
+        if route is not None:
+            return route
+        assert server is not None
+        if server in self._down:
+            raise down_error(self._down[server])
+        # Not listed yet (cheap: the client's cache); raises the client's error if it is down.
+        tools = self._clients[server].list_tools()
+        with self._lock:
+            self._publish(server, tools)
+            route = self._table.resolve(name)
+            if route is None:
+                raise self._table.unknown(name)
+        return route
+
+
+def down_error(status: Status) -> ConnectFailed:
+    """The error a call to a server refused at construction raises: it will never connect."""
+    return ConnectFailed(status.last_error or "the server was not started", permanent=True)
+
+
+def _all_at_once(calls: list[Callable[[], None]]) -> None:
+    """Run ``calls`` concurrently (the last one in this thread) and return when all have
+    returned. The threads are not daemons: an interrupted caller still lets them finish,
+    so a stop still removes its processes before the interpreter exits."""
+    threads = [threading.Thread(target=call, name="mcp-sync-group") for call in calls[:-1]]
+    for thread in threads:
+        thread.start()
+    try:
+        if calls:
+            calls[-1]()
+    finally:
+        for thread in threads:
+            thread.join()

@@ -1,0 +1,427 @@
+"""ClientGroup on both drivers (asyncio, trio, sync) against real servers, some of them broken,
+plus the naming rules of SPEC §12 without any I/O.
+
+No test sleeps to wait: each waits for the event it needs, with a deadline.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+
+import mcp_asyncio._group as async_group
+import mcp_core as core
+import mcp_sync._group as sync_group
+from mcp_sync._group import ToolTable, UnknownTool, server_parts
+from tests.conftest import (
+    children_of,
+    everything_argv,
+    fault_server_argv,
+    py_server_argv,
+    wait_until,
+)
+from tests.drivers.facade import DRIVERS
+from tests.servers.http_fault_server import HttpFaultServer
+
+pytestmark = [pytest.mark.timeout(90)]
+
+
+@pytest.fixture(params=DRIVERS)
+def driver(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def anyio_backend(driver: str) -> str:
+    return "trio" if driver == "trio" else "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def no_children_left() -> Iterator[None]:
+    """Every test must leave no child process behind (SPEC §8)."""
+    yield
+    wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
+
+
+def stdio(argv: list[str], **fields: Any) -> dict[str, Any]:
+    return {"command": argv[0], "args": argv[1:], **fields}
+
+
+# A server that starts and never says a word: it never becomes ready, and exits on stdin EOF.
+SILENT = stdio([sys.executable, "-c", "import sys; sys.stdin.read()"])
+
+
+class Group:
+    """One awaitable face over both drivers' ClientGroup (like tests/drivers/facade.py)."""
+
+    def __init__(self, driver: str, specs: Any, /, **options: Any) -> None:
+        if driver == "sync":
+            self.sync: sync_group.ClientGroup | None = sync_group.ClientGroup(specs, **options)
+            self.aio: async_group.ClientGroup | None = None
+        else:
+            self.sync = None
+            self.aio = async_group.ClientGroup(specs, **options)
+
+    async def _run(self, method: str, *args: Any, **kw: Any) -> Any:
+        if self.aio is not None:
+            return await getattr(self.aio, method)(*args, **kw)
+        assert self.sync is not None
+        call: Callable[[], Any] = functools.partial(getattr(self.sync, method), *args, **kw)
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+    async def __aenter__(self) -> Group:
+        if self.aio is not None:
+            await self.aio.__aenter__()
+        else:
+            assert self.sync is not None
+            await anyio.to_thread.run_sync(self.sync.__enter__)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.aio is not None:
+            await self.aio.__aexit__(None, None, None)
+        else:
+            assert self.sync is not None
+            await anyio.to_thread.run_sync(self.sync.__exit__, None, None, None)
+
+    async def await_ready(self, timeout: float = 60.0) -> dict[str, core.Status]:
+        result: dict[str, core.Status] = await self._run("await_ready", timeout)
+        return result
+
+    async def list_tools(self, **kw: Any) -> list[core.Tool]:
+        result: list[core.Tool] = await self._run("list_tools", **kw)
+        return result
+
+    async def call_tool(self, name: str, arguments: Any = None, **kw: Any) -> core.CallToolResult:
+        result: core.CallToolResult = await self._run("call_tool", name, arguments, **kw)
+        return result
+
+    def status(self) -> dict[str, core.Status]:
+        group = self.aio if self.aio is not None else self.sync
+        assert group is not None
+        return group.status()
+
+    @property
+    def clients(self) -> Any:
+        group = self.aio if self.aio is not None else self.sync
+        assert group is not None
+        return group.clients
+
+
+# --- real servers, some broken -----------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_good_servers_work_and_broken_ones_say_why(driver: str, tmp_path: Path) -> None:
+    specs = {
+        "everything": stdio(everything_argv()),
+        "py-sdk": stdio(py_server_argv()),
+        "fault": stdio(fault_server_argv()),
+        "missing": {"command": str(tmp_path / "no-such-server")},
+        # fail_fast: the shared deadline would otherwise wait through its retries (60 s).
+        "crashes": stdio(fault_server_argv("--exit-on-start", "3"), fail_fast=True),
+        "invalid": {"command": "x", "url": "http://h/", "headers": {"A": "s3cr3t"}},
+    }
+    with anyio.fail_after(30):
+        async with Group(driver, specs) as group:
+            status = group.status()
+            assert list(status) == list(specs)  # every server, in the order given
+            for name in ("everything", "py-sdk", "fault"):
+                assert status[name].state == "ready", status[name]
+            assert status["missing"].state == "closed"
+            assert "no-such-server" in (status["missing"].last_error or "")
+            assert "code 3" in (status["crashes"].last_error or "")
+            assert status["invalid"].state == "closed"
+            invalid = status["invalid"].last_error or ""
+            assert "'command' and 'url'" in invalid and "s3cr3t" not in invalid
+            assert set(group.clients) == set(specs) - {"invalid"}
+
+            tools = await group.list_tools()
+            names = [t.name for t in tools]
+            assert len(names) == len(set(names))
+            assert all(n.startswith("mcp__") and len(n) <= 64 for n in names)
+            assert {"mcp__everything__echo", "mcp__py_sdk__echo", "mcp__fault__echo"} <= set(names)
+            servers = {core.parse_tool_name(n)[0] for n in names}  # type: ignore[index]
+            assert servers == {"everything", "py_sdk", "fault"}
+            echo = next(t for t in tools if t.name == "mcp__py_sdk__echo")
+            assert echo.input_schema["properties"]["text"]  # the rest of the Tool is kept
+
+            # The same tool name on three servers, each routed to its own server.
+            assert "hi" in (await group.call_tool("mcp__everything__echo", {"message": "hi"})).text
+            assert (await group.call_tool("mcp__py_sdk__echo", {"text": "py"})).text == "py"
+            assert (await group.call_tool("mcp__fault__echo", {"text": "f"})).text == "f"
+
+            with pytest.raises(core.ConnectFailed) as info:
+                await group.call_tool("mcp__missing__anything")
+            assert info.value.permanent and "no-such-server" in str(info.value)
+            with pytest.raises(core.ConnectFailed) as info:
+                await group.call_tool("mcp__invalid__anything")
+            assert info.value.permanent and "s3cr3t" not in str(info.value)
+            with pytest.raises((core.ConnectFailed, core.NotReady)):
+                await group.call_tool("mcp__crashes__echo")
+            with pytest.raises(UnknownTool, match="no server is named 'nobody'"):
+                await group.call_tool("mcp__nobody__echo")
+            with pytest.raises(UnknownTool, match="'fault' lists no such tool"):
+                await group.call_tool("mcp__fault__no_such_tool")
+            with pytest.raises(UnknownTool):
+                await group.call_tool("echo")
+            assert (await group.call_tool("mcp__fault__echo", {"text": "still"})).text == "still"
+    assert all(s.state == "closed" for s in group.status().values())
+
+
+@pytest.mark.anyio
+async def test_http_server_answering_401_is_down_the_others_work(driver: str) -> None:
+    with HttpFaultServer() as server:
+        server.set_fault("unauthorized", times=None)
+        specs = {
+            "fault": stdio(fault_server_argv()),
+            "remote": {"url": server.url, "headers": {"Authorization": "Bearer s3cr3t"}},
+        }
+        with anyio.fail_after(30):
+            async with Group(driver, specs) as group:
+                status = group.status()
+                assert status["fault"].state == "ready"
+                remote = status["remote"]
+                assert remote.state == "closed" and remote.transport == "http"
+                assert "401" in (remote.last_error or "")
+                assert "s3cr3t" not in repr(remote)
+                names = [t.name for t in await group.list_tools()]
+                assert len(names) == 10 and all(n.startswith("mcp__fault__") for n in names)
+                with pytest.raises(core.ConnectFailed) as info:
+                    await group.call_tool("mcp__remote__echo", {"text": "x"})
+                assert info.value.http_error is not None and info.value.http_error.status == 401
+                assert (await group.call_tool("mcp__fault__echo", {"text": "ok"})).text == "ok"
+
+
+@pytest.mark.anyio
+async def test_await_ready_has_one_shared_deadline(driver: str) -> None:
+    specs = {"quiet1": SILENT, "fault": stdio(fault_server_argv()), "quiet2": SILENT}
+    with anyio.fail_after(30):
+        async with Group(driver, specs, wait=False, era="legacy") as group:
+            started = time.monotonic()
+            status = await group.await_ready(1.5)
+            elapsed = time.monotonic() - started
+            # Two silent servers cost one deadline, not two, and nothing was raised.
+            assert 1.4 <= elapsed < 2.9, elapsed
+            assert status["fault"].state == "ready"
+            assert status["quiet1"].state != "ready" and status["quiet2"].state != "ready"
+            names = [t.name for t in await group.list_tools()]
+            assert len(names) == 10 and all(n.startswith("mcp__fault__") for n in names)
+            with pytest.raises(core.NotReady):
+                await group.call_tool("mcp__quiet1__anything")
+
+
+@pytest.mark.anyio
+async def test_list_changed_shows_in_the_next_list(driver: str) -> None:
+    with anyio.fail_after(30):
+        async with Group(driver, {"fault": stdio(fault_server_argv())}) as group:
+            assert len(await group.list_tools()) == 10
+            await group.call_tool("mcp__fault__list_changed")
+            assert group.status()["fault"].tools is None  # the client dropped its cache
+            assert len(await group.list_tools()) == 10
+
+
+@pytest.mark.anyio
+async def test_call_options_reach_the_client(driver: str) -> None:
+    seen: list[float] = []
+    with anyio.fail_after(30):
+        async with Group(driver, {"fault": stdio(fault_server_argv())}) as group:
+            done = await group.call_tool(
+                "mcp__fault__slow_progress",
+                {"steps": 2, "delay": 0.05},
+                progress=lambda p, total, message: seen.append(p),
+            )
+            assert done.text == "done" and len(seen) == 2
+            with pytest.raises(core.RequestTimeout):
+                await group.call_tool("mcp__fault__hang", timeout=0.2)
+
+
+@pytest.mark.anyio
+async def test_shortened_names_route_and_survive_a_restart(driver: str) -> None:
+    server = "a-server-with-a-name-long-enough-to-need-shortening-in-names"
+    specs = {server: stdio(fault_server_argv())}
+    with anyio.fail_after(30):
+        async with Group(driver, specs) as group:
+            names = [t.name for t in await group.list_tools()]
+            assert len(names) == 10 and all(len(n) <= 64 for n in names)
+            echo = next(n for n in names if "echo" in n)
+            assert core.parse_tool_name(echo) is not None
+            assert (await group.call_tool(echo, {"text": "short"})).text == "short"
+        # A new group (a restart) knows the same name before anyone listed its tools.
+        async with Group(driver, specs) as group:
+            assert (await group.call_tool(echo, {"text": "again"})).text == "again"
+
+
+@pytest.mark.anyio
+async def test_clients_stop_concurrently(driver: str) -> None:
+    # Each of these ignores stdin EOF and SIGTERM: stopping one takes two grace periods.
+    argv = fault_server_argv("--ignore-stdin-eof", "--ignore-sigterm")
+    specs = {f"s{i}": stdio(argv, shutdown_grace=0.4, era="legacy") for i in range(4)}
+    with anyio.fail_after(30):
+        group = Group(driver, specs)
+        async with group:
+            assert all(s.state == "ready" for s in group.status().values())
+            started = time.monotonic()
+        elapsed = time.monotonic() - started
+    assert elapsed < 2.4, elapsed  # one after the other: >= 4 x 0.8 s
+    assert children_of(os.getpid()) == []
+
+
+@pytest.mark.anyio
+async def test_cancelled_body_still_stops_every_server(driver: str) -> None:
+    if driver == "sync":
+        pytest.skip("a thread cannot be cancelled")
+    specs = {"a": stdio(fault_server_argv()), "b": stdio(fault_server_argv())}
+    with anyio.fail_after(30):
+        with anyio.move_on_after(0.5) as scope:
+            async with Group(driver, specs) as group:
+                await group.call_tool("mcp__a__hang")
+        assert scope.cancelled_caught
+    assert children_of(os.getpid()) == []
+
+
+@pytest.mark.anyio
+async def test_specs_of_every_kind_start_nothing_until_started(driver: str) -> None:
+    config = SimpleNamespace(
+        servers={"fs": core.Spec(name="fs", command="x")},
+        skipped={"broken": "'command' must be a string, got a number"},
+    )
+    group = Group(driver, config)
+    assert group.status()["broken"].state == "closed"
+    assert group.status()["broken"].last_error == "'command' must be a string, got a number"
+    assert list(group.clients) == ["fs"]
+
+    group = Group(
+        driver,
+        {
+            "spec": core.Spec(name="spec", url="http://127.0.0.1:1/mcp"),
+            "plain": {"command": "x"},  # named by its key
+            "own-name": {"name": "other", "command": "x"},  # keeps its own name
+            "not-a-spec": ["x"],
+            "--": {"command": "x"},
+        },
+        concurrency="serialized",
+    )
+    status = group.status()
+    assert status["plain"].name == "plain" and status["own-name"].name == "other"
+    assert status["spec"].concurrency == status["plain"].concurrency == "serialized"
+    assert "mapping" in (status["not-a-spec"].last_error or "")
+    assert "no letter or digit" in (status["--"].last_error or "")
+    assert set(group.clients) == {"spec", "plain", "own-name"}
+    assert children_of(os.getpid()) == []
+
+
+@pytest.mark.anyio
+async def test_caller_mistakes_raise_at_once(driver: str) -> None:
+    with pytest.raises(TypeError, match="call_timeot"):
+        Group(driver, {"a": {"command": "x"}}, call_timeot=3)
+    with pytest.raises(TypeError, match="name"):
+        Group(driver, {"a": {"command": "x"}}, name="b")
+    with pytest.raises(TypeError, match="same file"):
+        Group(driver, {"a": {"command": "x"}}, record="session.jsonl")
+    with pytest.raises(TypeError, match="mapping"):
+        Group(driver, [("a", {"command": "x"})])
+
+
+# --- naming (SPEC §12), no I/O ----------------------------------------------------------------
+
+
+def tool(name: str) -> core.Tool:
+    return core.Tool(name=name, input_schema={"type": "object"}, description=f"does {name}")
+
+
+def test_server_parts_are_normalised_names() -> None:
+    parts, unnamed = server_parts(["fs", "my-server", "web.search.v2", "--"])
+    assert parts == {"fs": "fs", "my-server": "my_server", "web.search.v2": "web_search_v2"}
+    assert list(unnamed) == ["--"]
+
+
+def test_clashing_server_names_are_told_apart_deterministically() -> None:
+    names = ["my_fs", "my-fs", "my.fs", "other"]
+    results = [server_parts(order)[0] for order in itertools.permutations(names)]
+    assert all(r == results[0] for r in results)  # the order of the servers does not matter
+    parts = results[0]
+    assert parts["my_fs"] == "my_fs" and parts["other"] == "other"  # spelt as the part: kept
+    assert parts["my-fs"].startswith("my_fs_") and parts["my.fs"].startswith("my_fs_")
+    assert len(set(parts.values())) == 4
+    # The suffix depends only on the server's own name.
+    assert server_parts(["my-fs", "my.fs"])[0]["my-fs"] == parts["my-fs"]
+    # A server named like a suffixed part does not steal it.
+    twin = server_parts(["my-fs", "my_fs", parts["my-fs"]])[0]
+    assert len(set(twin.values())) == 3 and twin[parts["my-fs"]] == parts["my-fs"]
+
+
+def test_servers_that_cannot_be_told_apart_are_refused(monkeypatch) -> None:
+    monkeypatch.setattr(sync_group, "_digest", lambda text: "00000000")
+    parts, unnamed = server_parts(["a-b", "a.b", "c"])
+    assert parts == {"c": "c"}
+    assert set(unnamed) == {"a-b", "a.b"} and "cannot be told apart" in unnamed["a-b"]
+
+
+def test_table_names_route_back_to_the_original_tools() -> None:
+    table = ToolTable(["fs", "web-search"])
+    listed, notes = table.publish("fs", [tool("read_file"), tool("write_file")])
+    assert notes == []
+    assert [t.name for t in listed] == ["mcp__fs__read_file", "mcp__fs__write_file"]
+    assert listed[0].description == "does read_file"
+    table.publish("web-search", [tool("read_file")])
+    assert table.resolve("mcp__fs__read_file") == ("fs", "read_file")
+    assert table.resolve("mcp__web_search__read_file") == ("web-search", "read_file")
+    assert table.resolve("mcp__fs__nope") is None
+    assert table.server_of("mcp__web_search__anything") == "web-search"
+    assert table.server_of("mcp__nobody__x") is None and table.server_of("x") is None
+
+
+def test_long_names_are_shortened_distinct_and_resolved() -> None:
+    server = "s" * 70
+    table = ToolTable([server, "fs"])
+    head = "get_" + "very_long_" * 8
+    tools = [tool(head + "alpha"), tool(head + "beta"), tool("x" * 200)]
+    listed, _ = table.publish(server, tools)
+    names = [t.name for t in listed]
+    assert all(len(n) <= 64 for n in names) and len(set(names)) == 3
+    for name, original in zip(names, tools, strict=True):
+        assert table.resolve(name) == (server, original.name)
+        # A name a restarted group has not listed yet still points at its server.
+        assert table.server_of(name) == server
+    listed, _ = table.publish("fs", [tool(head + "alpha")])
+    assert listed[0].name not in names  # another server: another name
+
+
+def test_names_are_stable_across_restarts() -> None:
+    tools = [tool("read_file"), tool("q" * 90)]
+    first, _ = ToolTable(["fs", "web"]).publish("fs", tools)
+    again, _ = ToolTable(["web", "fs", "more"]).publish("fs", tools)
+    assert [t.name for t in first] == [t.name for t in again]
+
+
+def test_publish_replaces_a_servers_names_and_skips_bad_tools() -> None:
+    table = ToolTable(["fs"])
+    table.publish("fs", [tool("old")])
+    listed, notes = table.publish("fs", [tool("new"), tool("new"), tool("")])
+    assert [t.name for t in listed] == ["mcp__fs__new"]
+    assert len(notes) == 2 and "already names" in notes[0] and "empty" in notes[1]
+    assert table.resolve("mcp__fs__old") is None
+    assert table.resolve("mcp__fs__new") == ("fs", "new")
+
+
+def test_unknown_tool_is_one_error_for_both_drivers() -> None:
+    assert async_group.UnknownTool is sync_group.UnknownTool
+    assert issubclass(UnknownTool, core.McpError)
+    table = ToolTable(["fs"])
+    table.publish("fs", [tool("read_file")])
+    error = table.unknown("mcp__fs__read_fil")
+    assert error.name == "mcp__fs__read_fil"
+    assert "'fs' lists no such tool" in str(error) and "mcp__fs__read_file" in str(error)
+    assert "mcp__<server>__<tool>" in str(table.unknown("read_file"))
