@@ -138,11 +138,16 @@ class Client:
         self._http: HttpExecutor | None = None
         self._deadline_changed: anyio.Event | None = None
         self._armed: float | None = None  # the deadline the timer task sleeps until
-        self._host_scope = anyio.CancelScope(shield=True)
+        self._host_scope: anyio.CancelScope | None = None  # made in start(): needs a loop
 
     @property
     def name(self) -> str:
         return self._spec.name
+
+    @property
+    def spec(self) -> Spec:
+        """The validated spec this client runs (its ``repr`` is redacted)."""
+        return self._spec
 
     def __repr__(self) -> str:
         return f"<mcp_asyncio.Client {self.name!r} {self._machine.state}>"
@@ -159,6 +164,7 @@ class Client:
         if self._phase == "stopped":
             raise NotReady("closed")
         _protect_background_tasks()
+        self._host_scope = anyio.CancelScope(shield=True)
         stack = AsyncExitStack()
         try:
             if self._record is not None:
@@ -202,7 +208,8 @@ class Client:
                     slot.kill()
                 if self._http is not None:  # the machine has aborted its requests already
                     await self._http.aclose()
-                self._host_scope.cancel()  # process tasks reap their processes
+                if self._host_scope is not None:
+                    self._host_scope.cancel()  # process tasks reap their processes
 
     async def _host(
         self, *, task_status: TaskStatus[TaskGroup] = anyio.TASK_STATUS_IGNORED
@@ -210,6 +217,7 @@ class Client:
         # The host task group is entered in start(), so the caller's cancel scopes surround it.
         # Shielded, so that only _shutdown ends the background tasks: it needs the timer and
         # the pipes to run the machine's shutdown even when the caller was cancelled.
+        assert self._host_scope is not None
         with self._host_scope:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._run_timer)

@@ -135,6 +135,11 @@ class Client:
     def name(self) -> str:
         return self._spec.name
 
+    @property
+    def spec(self) -> Spec:
+        """The validated spec this client runs (its ``repr`` is redacted)."""
+        return self._spec
+
     def __repr__(self) -> str:
         return f"<mcp_sync.Client {self.name!r} {self._machine.state}>"
 
