@@ -342,8 +342,12 @@ class Client:
             self._recorder.record(event)
         for action in self._machine.handle(event):
             self._perform(action)
-        if self._deadline_changed is not None and self._machine.next_deadline() != self._armed:
-            self._deadline_changed.set()  # wake the timer task to re-arm
+        if self._deadline_changed is not None:
+            deadline = self._machine.next_deadline()
+            # Wake the timer only for an earlier deadline: a later one is found when the armed
+            # one passes (one spare wake-up per deadline instead of a task switch per event).
+            if deadline is not None and (self._armed is None or deadline < self._armed):
+                self._deadline_changed.set()
 
     def _feed_from(self, slot: ProcessSlot, event: Event) -> None:
         # Events carry only the slot index. A process the machine gave up on (it declared it

@@ -151,8 +151,24 @@ class ProcessSlot:
                 if item is _CLOSE:
                     done = True
                     await process.stdin.aclose()
-                else:
-                    await process.stdin.send(item)
+                    continue
+                # Batch what is already queued into one write: many callers at once would
+                # otherwise cost a system call (and a scheduler turn) per message.
+                batch = [item]
+                closing = False
+                while True:
+                    try:
+                        queued = self._receive.receive_nowait()
+                    except anyio.WouldBlock:
+                        break
+                    if queued is _CLOSE:
+                        closing = True
+                        break
+                    batch.append(queued)
+                await process.stdin.send(b"".join(batch) if len(batch) > 1 else item)
+                if closing:
+                    done = True
+                    await process.stdin.aclose()
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                 done = True
                 reason = f"cannot write to the server's stdin: {type(exc).__name__}"

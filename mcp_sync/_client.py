@@ -117,6 +117,7 @@ class Client:
         )
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)  # the timer waits on it
+        self._armed: float | None = None  # the deadline the timer thread sleeps until
         self._state = "new"  # -> "running" -> "stopping" -> "stopped"; driver bookkeeping only
         self._last_now = 0.0
         self._tickets = itertools.count(1)
@@ -383,7 +384,11 @@ class Client:
                 later.append(partial(log, level, "%s", action.message))
             else:
                 raise TypeError(f"unknown action {action!r}")
-        self._wake.notify()  # the timer re-reads next_deadline()
+        deadline = self._machine.next_deadline()
+        # Wake the timer only for an earlier deadline: a later one is found when the armed one
+        # passes (one spare wake-up per deadline instead of a thread switch per event).
+        if deadline is not None and (self._armed is None or deadline < self._armed):
+            self._wake.notify()
         return later
 
     def _answer_in_thread(self, handler: Handler, action: HandleServerRequest) -> None:
@@ -404,7 +409,7 @@ class Client:
             with self._lock:
                 if self._state == "stopped":
                     return
-                deadline = self._machine.next_deadline()
+                deadline = self._armed = self._machine.next_deadline()
                 now = time.monotonic()
                 if deadline is None or now < deadline:
                     self._wake.wait(None if deadline is None else deadline - now)

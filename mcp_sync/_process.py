@@ -164,9 +164,22 @@ class ProcessSlot:
         stdin = self._proc.stdin
         try:
             while (data := self._writes.get()) is not None:
-                view = memoryview(data)
+                # Batch what is already queued into one write (many threads calling at once).
+                batch, closing = [data], False
+                while True:
+                    try:
+                        more = self._writes.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        closing = True
+                        break
+                    batch.append(more)
+                view = memoryview(b"".join(batch) if len(batch) > 1 else data)
                 while view:
                     view = view[os.write(stdin.fileno(), view) :]
+                if closing:
+                    break
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             self._feed(self, WriteFailed(now=time.monotonic(), slot=self.slot, reason=reason))
