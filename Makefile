@@ -61,8 +61,11 @@ test: venv node_modules conformance/node_modules/.installed lint typecheck
 	$(PY) conformance/run.py
 	$(PY) -m pytest tests --ignore=tests/core
 
+# The library from Python (sync, then asyncio), then the mcp-client command against a config
+# of several real servers (stdio and HTTP).
 demo: venv node_modules
 	$(PY) examples/demo.py
+	$(PY) examples/demo_cli.py
 
 clean:
 	rm -rf $(VENV) node_modules conformance/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis \

@@ -1,0 +1,733 @@
+"""``mcp-client``: try MCP servers from the shell before wiring them into an agent (SPEC §3).
+
+    mcp-client tools  [SOURCE] [--json]                      the namespaced tool list
+    mcp-client call   NAME [ARGUMENTS] [SOURCE] [--timeout S] [--json]
+    mcp-client status [SOURCE] [--json]                      one line per server
+    mcp-client replay FILE [--json]                          the actions a recording replays to
+
+SOURCE names the servers: ``--config FILE`` (a ``.mcp.json``; the default is ``./.mcp.json``
+when it exists), ``--url URL [--header NAME:VALUE]...`` or ``-- COMMAND [ARGS...]`` (last on
+the line). A server given by ``--url`` or a command is named ``cli``: its tools are
+``mcp__cli__<tool>``, and a bare tool name works too.
+
+Exit codes (``EXIT_*`` below): 0 success; 1 the tool answered with ``isError``; 2 bad input
+(usage, arguments that are not a JSON object, an unknown server or tool, a missing or empty
+config, an unreadable recording); 3 a server is unavailable (it did not connect, or for
+``status``: not every server is ready); 4 the call failed (timeout, server exit, protocol
+error); 70 a bug in this command (a traceback on stderr); 130 interrupted.
+
+This is the blocking driver's command: no event loop. Human output uses rich (a table, a
+spinner while servers start, a bar while a call reports progress; the animations only when
+stderr is a terminal); ``--json`` output is plain JSON on stdout. Every error is one line on
+stderr; messages come from redacted specs and errors, so a ``--header`` value or a config's
+secret is never printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from mcp_core import (
+    AudioContent,
+    CallToolResult,
+    ConnectFailed,
+    EmbeddedResource,
+    ImageContent,
+    InvalidConfig,
+    InvalidSpec,
+    LoadedConfig,
+    McpError,
+    NotReady,
+    ResourceLink,
+    Spec,
+    Status,
+    TextContent,
+    Tool,
+    UnknownContent,
+    UnknownTool,
+    encode_action,
+    load_config,
+    parse_tool_name,
+    replay,
+)
+
+# ToolTable is the group's naming table; it may move to mcp_core with plan_group.
+from ._group import ClientGroup, ToolTable
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_TOOL_ERROR = 1
+EXIT_BAD_INPUT = 2  # also click's code for usage errors
+EXIT_UNAVAILABLE = 3
+EXIT_CALL_FAILED = 4
+EXIT_BUG = 70  # BSD's EX_SOFTWARE: a traceback on stderr; never confused with a tool error
+EXIT_INTERRUPTED = 130
+
+CLI_SERVER = "cli"  # the name of the one server given by --url or -- COMMAND
+DEFAULT_CONFIG = ".mcp.json"
+_DEFAULT_INIT_TIMEOUT = 60.0
+_MIN_DESCRIPTION = 20  # columns of description the tool table keeps on a narrow terminal
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class CliError(Exception):
+    """Ends the command: ``message`` goes to stderr, ``exit_code`` is the process's."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+# --- where the servers come from ----------------------------------------------------------------
+
+
+def _source_options(command: F) -> F:
+    """The options of every command that talks to servers."""
+    options = [
+        click.option(
+            "--config",
+            "config_path",
+            metavar="FILE",
+            help=f"A .mcp.json-style config (default: ./{DEFAULT_CONFIG} if present).",
+        ),
+        click.option("--url", metavar="URL", help=f"One HTTP server, named {CLI_SERVER!r}."),
+        click.option(
+            "--header",
+            "headers",
+            multiple=True,
+            metavar="NAME:VALUE",
+            help="An HTTP header for --url (repeatable); values are never printed.",
+        ),
+        click.option(
+            "--expand-env",
+            is_flag=True,
+            help="Expand ${VAR} in the config from this environment (only from a config you "
+            "own that others cannot write).",
+        ),
+        click.option(
+            "--start-timeout",
+            type=click.FloatRange(min=0),
+            metavar="SECONDS",
+            help="How long to wait for servers to start (default: their init_timeout).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Source:
+    config_path: str | None
+    url: str | None
+    headers: tuple[str, ...]
+    expand_env: bool
+    command: tuple[str, ...]
+
+
+def _load(source: _Source) -> LoadedConfig:
+    """The servers ``source`` names. ``CliError`` (exit 2) for a usage mistake, a config that
+    cannot be read or names no server, or a refused ``--url``/command spec."""
+    given = [
+        flag
+        for flag, present in (
+            ("--config", source.config_path is not None),
+            ("--url", source.url is not None),
+            ("-- COMMAND", bool(source.command)),
+        )
+        if present
+    ]
+    if len(given) > 1:
+        raise click.UsageError(f"give one of --config, --url or -- COMMAND, not {given}")
+    if source.headers and source.url is None:
+        raise click.UsageError("--header goes with --url")
+    if source.expand_env and (source.url is not None or source.command):
+        raise click.UsageError("--expand-env is for configs; --url and COMMAND are not expanded")
+    if source.url is not None:
+        return _single({"url": source.url, "headers": _headers(source.headers)})
+    if source.command:
+        return _single({"command": source.command[0], "args": list(source.command[1:])})
+    path = source.config_path
+    if path is None:
+        if not Path(DEFAULT_CONFIG).is_file():
+            raise CliError(
+                f"no server to talk to: give --config FILE, --url URL or -- COMMAND [ARGS...] "
+                f"(there is no {DEFAULT_CONFIG} in {os.getcwd()})",
+                EXIT_BAD_INPUT,
+            )
+        path = DEFAULT_CONFIG
+    try:
+        loaded = load_config(
+            path,
+            expand_env=source.expand_env,
+            environ=os.environ if source.expand_env else None,
+        )
+    except InvalidConfig as exc:
+        raise CliError(exc.message, EXIT_BAD_INPUT) from None
+    if not loaded.servers and not loaded.skipped:
+        raise CliError(
+            f'config file {path!r} names no servers; add entries under "mcpServers"',
+            EXIT_BAD_INPUT,
+        )
+    for note in loaded.notes:
+        logging.getLogger("mcp_client").info("config: %s", note)
+    return loaded
+
+
+def _headers(pairs: Sequence[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for number, pair in enumerate(pairs, start=1):
+        name, colon, value = pair.partition(":")
+        if not colon or not name.strip():
+            # The text is not shown: it may be a credential typed without its name.
+            raise click.UsageError(
+                f"--header number {number} is not NAME:VALUE (e.g. 'Authorization: Bearer ...')"
+            )
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+def _single(fields: Mapping[str, Any]) -> LoadedConfig:
+    try:
+        spec = Spec.build({"name": CLI_SERVER, **fields})
+    except InvalidSpec as exc:  # its message is redacted
+        raise CliError(exc.message, EXIT_BAD_INPUT) from None
+    return LoadedConfig(servers={CLI_SERVER: spec}, skipped={}, source="<command line>")
+
+
+def _no_server_loaded(loaded: LoadedConfig) -> CliError:
+    reasons = "; ".join(f"{name!r}: {why}" for name, why in loaded.skipped.items())
+    return CliError(f"no server of {loaded.source!r} could be loaded: {reasons}", EXIT_BAD_INPUT)
+
+
+# --- running servers ----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _group(loaded: LoadedConfig) -> Iterator[ClientGroup]:
+    """A group of ``loaded``'s servers, not started; stopped (no process left) on exit.
+
+    ``fail_fast``: a person at a shell wants the first failure, not a minute of retries."""
+    group = ClientGroup(loaded, wait=False, fail_fast=True)
+    try:
+        yield group
+    finally:
+        group.stop()
+
+
+def _start_timeout(loaded: LoadedConfig, given: float | None) -> float:
+    if given is not None:
+        return given
+    timeouts = [spec.init_timeout for spec in loaded.servers.values()]
+    return max(timeouts) if timeouts else _DEFAULT_INIT_TIMEOUT
+
+
+def _start_all(group: ClientGroup, timeout: float, *, fancy: bool) -> dict[str, Status]:
+    group.start()
+    names = ", ".join(group.clients)
+    with _spinner(fancy, f"starting {names}"):
+        return group.await_ready(timeout)
+
+
+def _spinner(fancy: bool, message: str) -> contextlib.AbstractContextManager[object]:
+    if not fancy:
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(message)
+
+
+def _report_down(statuses: Mapping[str, Status]) -> None:
+    for name, status in statuses.items():
+        if status.state != "ready":
+            why = status.last_error or f"still {status.state}"
+            click.echo(f"mcp-client: server {name!r} is down: {why}", err=True)
+
+
+# --- output helpers -----------------------------------------------------------------------------
+
+# Our snake_case fields as the protocol spells them.
+_WIRE_NAMES = {
+    "mime_type": "mimeType",
+    "meta": "_meta",
+    "input_schema": "inputSchema",
+    "output_schema": "outputSchema",
+    "structured_content": "structuredContent",
+    "is_error": "isError",
+}
+
+
+def _wire(value: object) -> object:
+    """A model object (``Tool``, ``CallToolResult``, content block) as its MCP JSON; any
+    other value as plain JSON."""
+    if isinstance(value, UnknownContent):
+        return _wire(value.raw)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, object] = {}
+        kind = getattr(type(value), "type", None)
+        if isinstance(kind, str):
+            out["type"] = kind
+        for field in dataclasses.fields(value):
+            item = getattr(value, field.name)
+            if item is not None:
+                out[_WIRE_NAMES.get(field.name, field.name)] = _wire(item)
+        return out
+    if isinstance(value, Mapping):
+        return {str(key): _wire(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_wire(item) for item in value]
+    return value
+
+
+def _print_json(value: object) -> None:
+    click.echo(json.dumps(value, indent=2))
+
+
+def _fancy(as_json: bool) -> bool:
+    """Animations only for a person watching: never with --json, never into a file or pipe."""
+    return not as_json and sys.stderr.isatty()
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().split("\n", 1)[0]
+
+
+# --- the commands -------------------------------------------------------------------------------
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="\b\nExit codes: 0 ok, 1 the tool reported an error, 2 bad input (usage, JSON "
+    "arguments,\nunknown server or tool, missing config), 3 server unavailable, 4 call failed.",
+)
+@click.option("-v", "--verbose", count=True, help="Log to stderr (-v info, -vv debug).")
+def cli(verbose: int) -> None:
+    """Talk to MCP servers from the shell.
+
+    \b
+    Servers come from --config FILE (default ./.mcp.json), from --url URL, or from
+    a command after `--` at the end of the line:
+        mcp-client tools -- npx -y @modelcontextprotocol/server-everything
+    A server given by --url or a command is named "cli" (tools: mcp__cli__<tool>).
+    """
+    level = {0: logging.ERROR, 1: logging.INFO}.get(verbose, logging.DEBUG)
+    logging.basicConfig(level=level, format="%(name)s: %(levelname)s: %(message)s")
+
+
+def _source(
+    config_path: str | None, url: str | None, headers: tuple[str, ...], expand_env: bool
+) -> _Source:
+    command: list[str] | None = click.get_current_context().obj
+    if command == []:
+        raise click.UsageError("give the server's command after --, e.g. -- npx -y <package>")
+    return _Source(config_path, url, headers, expand_env, tuple(command or ()))
+
+
+@cli.command()
+@_source_options
+def tools(
+    config_path: str | None,
+    url: str | None,
+    headers: tuple[str, ...],
+    expand_env: bool,
+    start_timeout: float | None,
+    as_json: bool,
+) -> int:
+    """List every ready server's tools as mcp__<server>__<tool>.
+
+    Servers that did not start are named on stderr; the exit code is 3 only when none did.
+    """
+    loaded = _load(_source(config_path, url, headers, expand_env))
+    if not loaded.servers:
+        raise _no_server_loaded(loaded)
+    with _group(loaded) as group:
+        statuses = _start_all(group, _start_timeout(loaded, start_timeout), fancy=_fancy(as_json))
+        _report_down(statuses)
+        if not any(status.state == "ready" for status in statuses.values()):
+            raise CliError("no server is available", EXIT_UNAVAILABLE)
+        rows = [(_server_of(group, tool), tool) for tool in group.list_tools()]
+        # Printed before the servers are stopped: the user need not wait for their shutdown.
+        if as_json:
+            _print_json([_tool_json(server, tool) for server, tool in rows])
+        else:
+            _print_tool_table(rows)
+    return EXIT_OK
+
+
+def _server_of(group: ClientGroup, tool: Tool) -> tuple[str, str]:
+    route = group.resolve(tool.name)
+    assert route is not None  # list_tools() just published it
+    return route
+
+
+def _tool_json(route: tuple[str, str], tool: Tool) -> dict[str, object]:
+    server, original = route
+    wire = _wire(tool)
+    assert isinstance(wire, dict)
+    return {"server": server, "tool": original, **wire}
+
+
+def _print_tool_table(rows: Sequence[tuple[tuple[str, str], Tool]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    # Names are what a user copies into `call`: never cut them. Rich would rather squeeze a
+    # column to nothing than wrap a no_wrap one, so the widths are set here: descriptions get
+    # what the names leave (at least _MIN_DESCRIPTION), and the table may be wider than a
+    # narrow terminal rather than lose a name.
+    server_width = max([len("server")] + [len(server) for (server, _), _tool in rows])
+    tool_width = max([len("tool")] + [len(tool.name) for _route, tool in rows])
+    names_width = server_width + tool_width + 4  # two gaps of two spaces
+    console = Console()
+    console = Console(width=max(console.width, names_width + _MIN_DESCRIPTION))
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("server", no_wrap=True, min_width=server_width)
+    table.add_column("tool", no_wrap=True, min_width=tool_width)
+    table.add_column(
+        "description", no_wrap=True, overflow="ellipsis", max_width=console.width - names_width
+    )
+    for (server, _original), tool in rows:
+        # Text(), not str: a description holding [brackets] is not rich markup.
+        description = _first_line(tool.description) or _first_line(tool.title)
+        table.add_row(Text(server), Text(tool.name), Text(description))
+    console.print(table)
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("arguments", required=False, default="{}")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Give up on the call after this long (default: the server's call_timeout).",
+)
+@_source_options
+def call(
+    name: str,
+    arguments: str,
+    timeout: float | None,
+    config_path: str | None,
+    url: str | None,
+    headers: tuple[str, ...],
+    expand_env: bool,
+    start_timeout: float | None,
+    as_json: bool,
+) -> int:
+    """Call tool NAME with ARGUMENTS (a JSON object, default {}; - reads it from stdin).
+
+    Prints the result's text (with --json the whole result). Only NAME's server is started.
+    """
+    parsed = _arguments(arguments)
+    loaded = _load(_source(config_path, url, headers, expand_env))
+    if not loaded.servers:
+        raise _no_server_loaded(loaded)
+    with _group(loaded) as group:
+        name, server = _route(group, loaded, name)
+        client = group.clients[server]
+        client.start()
+        with _spinner(_fancy(as_json), f"starting {server}"):
+            try:
+                client.await_ready(_start_timeout(loaded, start_timeout))
+            except (ConnectFailed, NotReady) as exc:
+                raise CliError(
+                    f"server {server!r} is not available: {exc}", EXIT_UNAVAILABLE
+                ) from None
+        result = _call(group, name, parsed, timeout, fancy=_fancy(as_json))
+        if as_json:
+            _print_json(_wire(result))
+        else:
+            _print_result(result)
+    return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    if text == "-":
+        text = sys.stdin.read()
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        problem = getattr(exc, "msg", "not JSON")
+        where = (
+            f" at line {exc.lineno} column {exc.colno}"
+            if isinstance(exc, json.JSONDecodeError)
+            else ""
+        )
+        raise CliError(
+            f"ARGUMENTS is not valid JSON ({problem}{where}); give an object, e.g. "
+            '\'{"message": "hi"}\' (quote it for the shell)',
+            EXIT_BAD_INPUT,
+        ) from None
+    if not isinstance(value, dict):
+        raise CliError(
+            f"ARGUMENTS must be a JSON object ({{...}}), got {type(value).__name__}",
+            EXIT_BAD_INPUT,
+        )
+    return value
+
+
+def _route(group: ClientGroup, loaded: LoadedConfig, name: str) -> tuple[str, str]:
+    """``(namespaced name, server)`` for ``name``; a bare tool name is taken as the tool of
+    the only server. ``CliError`` (exit 2) when no server of the config could have it."""
+    table = ToolTable(group.status())  # the same names as the group's: they depend on the set
+    if parse_tool_name(name) is None:
+        if len(loaded.servers) != 1:
+            raise CliError(
+                f"unknown tool {name!r}: with several servers, name tools "
+                "mcp__<server>__<tool> (`mcp-client tools` lists them)",
+                EXIT_BAD_INPUT,
+            )
+        (only,) = loaded.servers
+        name = table.name(only, name)
+    server = table.server_of(name)
+    if server is None:
+        raise CliError(table.unknown(name).message, EXIT_BAD_INPUT)
+    if server not in group.clients:
+        why = loaded.skipped.get(server) or group.status()[server].last_error
+        raise CliError(f"server {server!r} was not loaded: {why}", EXIT_BAD_INPUT)
+    return name, server
+
+
+def _call(
+    group: ClientGroup,
+    name: str,
+    arguments: Mapping[str, Any],
+    timeout: float | None,
+    *,
+    fancy: bool,
+) -> CallToolResult:
+    bar = _ProgressBar(name) if fancy else None
+    try:
+        with bar if bar is not None else contextlib.nullcontext():
+            return group.call_tool(name, arguments, timeout=timeout, progress=bar)
+    except UnknownTool as exc:
+        raise CliError(exc.message, EXIT_BAD_INPUT) from None
+    except (ConnectFailed, NotReady) as exc:
+        raise CliError(f"{name}: the server is not available: {exc}", EXIT_UNAVAILABLE) from None
+    except McpError as exc:
+        raise CliError(f"{name} failed: {exc}", EXIT_CALL_FAILED) from None
+
+
+class _ProgressBar:
+    """A spinner while the call runs that becomes a bar once the server reports progress.
+    Called from a driver thread; rich's Progress is thread-safe."""
+
+    def __init__(self, name: str) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            SpinnerColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._name = name
+        self._task = self._progress.add_task(f"calling {name}", total=None)
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> _ProgressBar:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._progress.stop()
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        with self._lock:
+            self._progress.update(
+                self._task,
+                completed=progress,
+                total=total,
+                description=f"{self._name}: {message}" if message else f"calling {self._name}",
+            )
+
+
+def _print_result(result: CallToolResult) -> None:
+    """The result for a person: text as is, other content as one bracketed line each. A tool
+    error goes to stderr."""
+    lines = [_block_text(block) for block in result.content]
+    if not lines and result.structured_content is not None:
+        lines = [json.dumps(_wire(result.structured_content), indent=2)]
+    if not lines and result.is_error:
+        lines = ["the tool reported an error without any text"]
+    for line in lines:
+        click.echo(line, err=result.is_error)
+
+
+def _block_text(block: object) -> str:
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, (ImageContent, AudioContent)):
+        kind = "image" if isinstance(block, ImageContent) else "audio"
+        return f"[{kind} {block.mime_type}, {len(block.data)} base64 characters]"
+    if isinstance(block, ResourceLink):
+        return f"[resource link {block.uri}]"
+    if isinstance(block, EmbeddedResource):
+        text = block.resource.get("text")
+        return text if isinstance(text, str) else f"[resource {block.resource.get('uri')}]"
+    assert isinstance(block, UnknownContent)
+    return f"[{block.type} content]"
+
+
+@cli.command()
+@_source_options
+def status(
+    config_path: str | None,
+    url: str | None,
+    headers: tuple[str, ...],
+    expand_env: bool,
+    start_timeout: float | None,
+    as_json: bool,
+) -> int:
+    """Start the servers and show state, era, protocol version, transport, calls in flight
+    and the last error of each. Exit code 0 when every server is ready, else 3."""
+    loaded = _load(_source(config_path, url, headers, expand_env))
+    with _group(loaded) as group:
+        statuses = _start_all(group, _start_timeout(loaded, start_timeout), fancy=_fancy(as_json))
+        if as_json:
+            _print_json({name: _status_json(s) for name, s in statuses.items()})
+        else:
+            _print_status_table(statuses)
+    ready = all(s.state == "ready" for s in statuses.values())
+    return EXIT_OK if ready else EXIT_UNAVAILABLE
+
+
+def _status_json(status: Status) -> dict[str, object]:
+    fields = {f.name: _wire(getattr(status, f.name)) for f in dataclasses.fields(status)}
+    return {**fields, "ready": status.ready}
+
+
+def _print_status_table(statuses: Mapping[str, Status]) -> None:
+    """One row per server, then the last error of each server that has one, in full (a
+    table column would fold it into a narrow strip)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("server", "state", "transport", "era", "protocol", "in flight"):
+        table.add_column(column, no_wrap=True)
+    errors = Text()
+    for name, s in statuses.items():
+        # A closed server is down, whether it failed or its config entry was refused.
+        state = "down" if s.state == "closed" else s.state
+        style = {"ready": "green", "down": "red"}.get(state, "yellow")
+        in_flight = f"{s.in_flight} (+{s.queued} queued)" if s.queued else str(s.in_flight)
+        table.add_row(
+            Text(name),
+            Text(state, style=style),
+            Text(s.transport if s.transport != "unknown" else "-"),
+            Text(s.era or "-"),
+            Text(s.protocol_version or "-"),
+            Text(in_flight),
+        )
+        if s.last_error:
+            errors.append(f"\n{name}: ", style="bold")
+            errors.append(s.last_error)
+    console = Console()
+    console.print(table)
+    if errors:
+        console.print(errors, soft_wrap=True)
+
+
+@cli.command(name="replay")
+@click.argument("file")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+def replay_command(file: str, as_json: bool) -> int:
+    """Replay the recording FILE (made with Client(record=...)) through a fresh machine and
+    print the actions it produces, one line each. No server is started."""
+    if click.get_current_context().obj is not None:
+        raise click.UsageError("replay starts no server: -- COMMAND does not go with it")
+    try:
+        actions = replay(file)
+    except OSError as exc:
+        raise CliError(f"cannot read recording {file!r}: {exc.strerror}", EXIT_BAD_INPUT) from None
+    except (ValueError, McpError) as exc:
+        raise CliError(
+            f"{file!r} is not a recording this client replays: {exc}", EXIT_BAD_INPUT
+        ) from None
+    for number, action in enumerate(actions, start=1):
+        encoded = encode_action(action)
+        if as_json:
+            click.echo(json.dumps(encoded))
+            continue
+        kind = encoded.pop("action")
+        fields = " ".join(
+            f"{key}={json.dumps(value)}" for key, value in encoded.items() if value is not None
+        )
+        click.echo(f"{number:>4} {kind:<16} {fields}")
+    return EXIT_OK
+
+
+# --- entry point --------------------------------------------------------------------------------
+
+
+def _split_command(args: list[str]) -> tuple[list[str], list[str] | None]:
+    """Everything after the first ``--`` is the server's command line, untouched by click
+    (which would mix it with NAME and ARGUMENTS); None when there is no ``--``."""
+    if "--" not in args:
+        return args, None
+    cut = args.index("--")
+    return args[:cut], args[cut + 1 :]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command with ``argv`` (default ``sys.argv[1:]``) and return its exit code."""
+    args, command = _split_command(list(sys.argv[1:] if argv is None else argv))
+    try:
+        code = cli.main(args=args, prog_name="mcp-client", standalone_mode=False, obj=command)
+    except CliError as exc:
+        click.echo(f"mcp-client: {exc.message}", err=True)
+        return exc.exit_code
+    except click.ClickException as exc:  # usage errors: exit 2
+        exc.show()
+        return exc.exit_code
+    except click.Abort:  # Ctrl-C: the group was stopped on the way out
+        click.echo("mcp-client: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `mcp-client tools | head`: the reader left, nothing to report
+        _silence_stdout()
+        return EXIT_OK
+    except Exception:
+        traceback.print_exc()
+        click.echo("mcp-client: internal error (a bug: please report it)", err=True)
+        return EXIT_BUG
+    return code if isinstance(code, int) else EXIT_OK
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout at exit and would complain about the closed pipe a second time.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
