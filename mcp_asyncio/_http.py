@@ -195,6 +195,7 @@ class _Backend(httpcore.AsyncNetworkBackend):
 class _TcpStream(httpcore.AsyncNetworkStream):
     def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
         self._inner = inner
+        self._socket: Any = None  # cached: httpcore asks for it per pooled connection per request
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         return await self._inner.read(max_bytes, timeout)
@@ -219,6 +220,13 @@ class _TcpStream(httpcore.AsyncNetworkStream):
             raise
 
     def get_extra_info(self, info: str) -> Any:
+        # httpcore's pool checks every idle connection's socket on every request; anyio
+        # rebuilds its attribute table (and calls getpeername) each time it is asked. The
+        # socket object of a connection never changes, so it is looked up once.
+        if info == "socket":
+            if self._socket is None:
+                self._socket = self._inner.get_extra_info(info)
+            return self._socket
         return self._inner.get_extra_info(info)
 
 
