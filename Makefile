@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 CORE_COVERAGE ?= 100
 
 .DEFAULT_GOAL := test
-.PHONY: venv node_modules lint typecheck test demo clean conformance
+.PHONY: venv node_modules lint typecheck test demo clean conformance bench
 
 # --- installs (stamp files make them idempotent: redone only when their inputs change) ---
 
@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "need Python >= 3.11")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
 node_modules: node_modules/.installed
@@ -71,3 +71,11 @@ clean:
 	rm -rf $(VENV) node_modules conformance/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis \
 		.coverage .coverage.* htmlcov build dist *.egg-info
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
+
+# Speed is measured here only, never asserted in `make test` (which runs a smoke pass with a tiny
+# N, counting answers). Writes bench/results/{stdio,http}-<run>.jsonl, then REPORT.md and
+# chart.png from the newest run of each suite. About 15 minutes on 2 cores.
+bench: venv node_modules
+	$(PY) bench/run_stdio.py
+	$(PY) bench/run_http.py
+	$(PY) bench/report.py

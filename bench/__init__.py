@@ -1,0 +1,1 @@
+"""Benchmarks of issue 4: see bench/README.md."""

@@ -1,0 +1,1 @@
+"""Library-free baseline clients and the per-measurement worker."""

@@ -1,0 +1,1 @@
+"""Servers used only by the benchmarks."""
