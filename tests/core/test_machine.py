@@ -1096,3 +1096,16 @@ def test_an_answer_for_a_dead_process_never_reaches_its_successor() -> None:
     h.take()
     h.feed(core.ServerRequestAnswered(now=h.now, handle=ask.handle, result={"x": 1}))
     assert h.messages() == []
+
+
+def test_an_answer_after_stop_is_dropped() -> None:
+    h = Harness(era="legacy")
+    h.machine = core.SessionMachine(h.spec, handlers=["roots"])
+    h.connect_legacy()
+    h.stdout({"jsonrpc": "2.0", "id": "r1", "method": "roots/list", "params": {}})
+    [ask] = h.of(core.HandleServerRequest)
+    h.close()
+    h.take()
+    h.feed(core.ServerRequestAnswered(now=0.0, handle=ask.handle, result={"roots": []}))
+    assert h.messages() == []
+    assert any("dropped the answer" in log.message for log in h.of(core.Log))
