@@ -24,6 +24,10 @@ from mcp_core import (
     StartHttp,
 )
 
+# One definition for both drivers: which httpcore failures end a request, and how they are
+# worded without a header value or URL.
+from mcp_sync._http import _FAILURES, _decode, _reason
+
 __all__ = ["HttpEvent", "HttpExecutor"]
 
 HttpEvent = HttpResponseStarted | HttpBodyReceived | HttpResponseEnded | HttpFailed
@@ -34,16 +38,6 @@ HttpEvent = HttpResponseStarted | HttpBodyReceived | HttpResponseEnded | HttpFai
 _MAX_CONNECTIONS = 32
 # aclose() gives aborted requests this long to close their sockets before it closes the pool.
 _CLOSE_BOUND = 5.0
-# What a request fails with: httpcore maps network, TLS and protocol trouble to its own
-# exceptions, which share no base class; OSError covers anything that escapes unmapped.
-_FAILURES = (
-    httpcore.NetworkError,
-    httpcore.ProtocolError,
-    httpcore.TimeoutException,
-    httpcore.UnsupportedProtocol,
-    OSError,
-)
-_REASON_LENGTH = 200
 
 
 class HttpExecutor:
@@ -228,29 +222,3 @@ class _TcpStream(httpcore.AsyncNetworkStream):
                 self._socket = self._inner.get_extra_info(info)
             return self._socket
         return self._inner.get_extra_info(info)
-
-
-def _decode(headers: list[tuple[bytes, bytes]]) -> tuple[tuple[str, str], ...]:
-    # Latin-1 maps every byte to one character: nothing the server sends can fail to decode.
-    return tuple((name.decode("latin-1"), value.decode("latin-1")) for name, value in headers)
-
-
-def _reason(exc: Exception) -> str:
-    """``"ConnectError: [Errno 111] Connection refused"``: the class name, and the message when
-    it cannot hold a header value or URL. h11 quotes an offending header with repr(), so a
-    protocol error whose message quotes something keeps only its class name."""
-    name = type(exc).__name__
-    # An empty message (httpcore maps some library errors that have none) defers to the cause.
-    detail: BaseException | None = exc
-    for _ in range(3):
-        if detail is None or str(detail):
-            break
-        detail = detail.__cause__ or detail.__context__
-    if detail is None or not isinstance(detail, _FAILURES):
-        return name
-    message = str(detail)
-    if not message or (
-        isinstance(detail, httpcore.ProtocolError) and ("'" in message or '"' in message)
-    ):
-        return name
-    return f"{name}: {message}"[:_REASON_LENGTH]
