@@ -562,7 +562,14 @@ class SessionMachine:
             # timeout means a legacy server. Over HTTP the answer's status and body decide
             # (streamable-http §Backward Compatibility).
             slot.phase = "probing"
-            slot.probe_deadline = self._now + self.spec.probe_timeout
+            # Over HTTP an answer always comes (its status decides), so the probe may take half
+            # the connect budget; on stdio a silent legacy server is the reason for the timeout.
+            probe_wait = (
+                max(self.spec.probe_timeout, self.spec.init_timeout / 2)
+                if self._http
+                else self.spec.probe_timeout
+            )
+            slot.probe_deadline = self._now + probe_wait
             self._send_request(slot, _DISCOVER, discover_params(self._capabilities), _DISCOVER)
 
     def _on_spawn_failed(self, event: SpawnFailed) -> None:
@@ -808,15 +815,8 @@ class SessionMachine:
     def _on_discover_answer(self, slot: _Slot, response: rpc.Response) -> None:
         slot.probe_deadline = None
         handshake = parse_discover_result(response.result) if response.result else None
-        if handshake is None and response.error is not None:
-            data = response.error.get("data")
-            supported = data.get("supported") if isinstance(data, dict) else None
-            if (
-                response.error.get("code") == rpc.UNSUPPORTED_PROTOCOL_VERSION
-                and isinstance(supported, list)
-                and MODERN_VERSION in supported
-            ):
-                handshake = Handshake("modern", MODERN_VERSION, None, {})
+        if handshake is None and _names_our_modern_version(response.error):
+            handshake = Handshake("modern", MODERN_VERSION, None, {})
         if handshake is None:
             # "Fallback MUST NOT be keyed to one error code": anything else means legacy.
             self._send_initialize(slot)
@@ -825,6 +825,12 @@ class SessionMachine:
             self._ready(slot, handshake)
 
     def _on_initialize_answer(self, slot: _Slot, response: rpc.Response) -> None:
+        if _names_our_modern_version(response.error) and self.spec.era == "auto":
+            # A modern-only server refusing initialize (the probe got no usable answer in
+            # time): "a recognized modern JSON-RPC error ... do not fall back" (2026-07-28).
+            self._era_cache[self._era_key] = "modern"
+            self._ready(slot, Handshake("modern", MODERN_VERSION, None, {}))
+            return
         if response.error is not None:
             failure = InitializationFailed(_rpc_error(response.error).message)
             self._fail_slot(slot, ConnectFailed(failure.message))
@@ -1612,6 +1618,9 @@ class SessionMachine:
     def _forget_internal(self, slot: _Slot, owner: str) -> None:
         for request_id in [k for k, v in slot.requests.items() if v == owner]:
             del slot.requests[request_id]
+            stream = self._stream_of(slot, request_id)
+            if stream is not None:
+                self._abort(stream)  # HTTP: stop waiting on the connection too
 
     def _write(self, slot: _Slot, message: Mapping[str, Any]) -> None:
         """Send a message that expects no answer (a notification, or our response)."""
@@ -1630,6 +1639,15 @@ class SessionMachine:
 
     def _log(self, level: str, message: str) -> None:
         self._out.append(Log(level=level, logger=self._logger, message=message))
+
+
+def _names_our_modern_version(error: Mapping[str, Any] | None) -> bool:
+    """An UnsupportedProtocolVersion error (-32022) that lists 2026-07-28 as supported."""
+    if error is None or error.get("code") != rpc.UNSUPPORTED_PROTOCOL_VERSION:
+        return False
+    data = error.get("data")
+    supported = data.get("supported") if isinstance(data, dict) else None
+    return isinstance(supported, list) and MODERN_VERSION in supported
 
 
 def _origin(url: str) -> tuple[str, str]:

@@ -549,3 +549,26 @@ def test_odd_events_and_headers() -> None:
     h.feed(core.HttpFailed(now=0.0, stream=listen.stream, reason="late"))  # aborted: ignored
     h.feed(core.HttpResponseStarted(now=0.0, stream=999, status=200))
     assert h.machine.state == "ready"
+
+
+def test_a_modern_only_server_refusing_initialize_is_modern_after_all() -> None:
+    h = HttpHarness(init_timeout=10.0)
+    h.feed(core.Connect(now=0.0))
+    probe = h.request("server/discover")
+    assert h.machine.next_deadline() == 5.0  # HTTP waits half the connect budget for it
+    h.take()
+    h.advance(5.0)  # the probe's answer is late: its stream is closed
+    assert core.AbortHttp(stream=probe.stream) in h.actions
+    init = h.request("initialize")
+    h.respond(
+        init,
+        400,
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32022, "message": "v", "data": {"supported": ["2026-07-28"]}},
+        },
+    )
+    assert h.machine.status(h.now).era == "modern" and h.machine.state == "ready"
+    h.respond(probe, 200, {"jsonrpc": "2.0", "id": 1, "result": {}})  # aborted: ignored
+    assert h.machine.state == "ready"
