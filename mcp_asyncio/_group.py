@@ -22,11 +22,11 @@ from anyio.abc import TaskStatus
 from mcp_core import CallToolResult, McpError, NotReady, Status, Tool
 
 # Shared with the blocking driver until they move into mcp_core (they are pure).
-from mcp_sync._group import GroupSpecs, UnknownTool, down_error, plan_group
+from mcp_sync._group import GroupSpecs, down_error, plan_group
 
 from ._client import Client
 
-__all__ = ["ClientGroup", "UnknownTool"]
+__all__ = ["ClientGroup"]
 
 
 def _server_log(server: str) -> logging.Logger:
@@ -48,7 +48,7 @@ class ClientGroup:
     wrong type. Like ``Client``, it must be constructed inside the event loop, and
     ``start()``/``stop()`` must be called from the same task (``async with`` does that).
 
-    Tool names are ``mcp__<server>__<tool>`` (see ``mcp_sync._group.ToolTable``); the key of a
+    Tool names are ``mcp__<server>__<tool>`` (see ``mcp_core.ToolTable``); the key of a
     server in ``specs`` is its name there, in ``status()`` and in ``clients``.
     """
 

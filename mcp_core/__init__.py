@@ -62,6 +62,7 @@ from ._events import (
     TimerFired,
     WriteFailed,
 )
+from ._group_names import ToolTable, server_parts
 from ._machine import HANDLED_REQUESTS, SessionMachine
 from ._models import (
     AudioContent,
@@ -74,7 +75,7 @@ from ._models import (
     Tool,
     UnknownContent,
 )
-from ._names import parse_tool_name, tool_name
+from ._names import normalise_server, parse_tool_name, tool_name
 from ._replay import Recorder, decode_event, encode_action, encode_event, replay, replay_lines
 from ._spec import Spec
 from ._spend import (
@@ -153,6 +154,7 @@ __all__ = [
     "TextContent",
     "TimerFired",
     "Tool",
+    "ToolTable",
     "UnknownContent",
     "UnknownTool",
     "UnmeteredCall",
@@ -164,9 +166,11 @@ __all__ = [
     "encode_event",
     "inherit_environment",
     "load_config",
+    "normalise_server",
     "parse_tool_name",
     "replay",
     "replay_lines",
     "reservation_facts",
+    "server_parts",
     "tool_name",
 ]

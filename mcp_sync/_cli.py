@@ -55,6 +55,7 @@ from mcp_core import (
     Status,
     TextContent,
     Tool,
+    ToolTable,
     UnknownContent,
     UnknownTool,
     encode_action,
@@ -63,8 +64,7 @@ from mcp_core import (
     replay,
 )
 
-# ToolTable is the group's naming table; it may move to mcp_core with plan_group.
-from ._group import ClientGroup, ToolTable
+from ._group import ClientGroup
 
 __all__ = ["main"]
 
