@@ -12,10 +12,11 @@ memory: only its first and last 512 bytes are, to report its size and, when the 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from ._json import dumps_line, loads
 
 __all__ = ["Frame", "LineDecoder", "Message", "NotJson", "Oversized", "encode_message"]
 
@@ -29,15 +30,10 @@ def encode_message(message: object) -> bytes:
 
     Compact JSON never contains a raw newline (JSON escapes it inside strings), which is what
     the stdio framing needs. Raises ``TypeError`` for a value JSON cannot hold and
-    ``ValueError`` for NaN or infinity, which are not JSON and which servers reject.
+    ``ValueError`` for NaN or infinity, which are not JSON and which servers reject. A lone
+    surrogate in a str is written in its ASCII escape form (``"\\udc80"``).
     """
-    try:
-        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        return text.encode("utf-8") + b"\n"
-    except UnicodeEncodeError:
-        # A lone surrogate in a str cannot be UTF-8; the ASCII escape form "\udc80" can.
-        text = json.dumps(message, separators=(",", ":"), allow_nan=False)
-        return text.encode("ascii") + b"\n"
+    return dumps_line(message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,24 +90,30 @@ class LineDecoder:
     def feed(self, data: bytes) -> list[Frame]:
         """Add ``data`` and return the frames of every line it completed, in order."""
         frames: list[Frame] = []
-        view = memoryview(data)  # slices of a view do not copy a large read
         start = 0
         # Only the new bytes are searched: the held partial line has no newline in it, so
         # many small reads of one long line stay linear.
         while (newline := data.find(b"\n", start)) >= 0:
-            self._append(view[start:newline])
-            frame = self._finish_line()
+            if self._line or self._discarding:
+                self._append(memoryview(data)[start:newline])
+                frame = self._finish_held()
+            elif newline - start <= self.max_message_bytes:
+                # The common case: a whole line within this read, parsed without being held.
+                frame = self._frame(data[start:newline])
+            else:
+                frame = self._oversized(data[start:newline])
             if frame is not None:
                 frames.append(frame)
             start = newline + 1
-        self._append(view[start:])
+        if start < len(data):
+            self._append(memoryview(data)[start:])  # slices of a view do not copy a large read
         return frames
 
     def _append(self, chunk: memoryview) -> None:
-        if not chunk:
-            return
         if self._discarding:
             self._size += len(chunk)
+            if len(self._head) < _KEEP:  # the line overflowed before its head was complete
+                self._head += bytes(chunk[: _KEEP - len(self._head)])
             self._tail = (self._tail + bytes(chunk[-_KEEP:]))[-_KEEP:]
             return
         # One extra byte of room: a trailing "\r" is not part of the message.
@@ -125,32 +127,46 @@ class LineDecoder:
         self._tail = (held[-_KEEP:] + bytes(chunk[-_KEEP:]))[-_KEEP:]
         self._line = bytearray()
 
-    def _finish_line(self) -> Frame | None:
+    def _finish_held(self) -> Frame | None:
         if self._discarding:
             size, head, tail = self._size, self._head, self._tail
             self._discarding, self._size, self._head, self._tail = False, 0, b"", b""
             if tail.endswith(b"\r"):
                 size, tail = size - 1, tail[:-1]
             return Oversized(size=size, request_id=_recover_id(head, tail))
-        line = bytes(self._line)
-        self._line.clear()
+        line, self._line = self._line, bytearray()
+        if len(line) > self.max_message_bytes:
+            return self._oversized(bytes(line))  # "\r" or one byte too many
+        return self._frame(line)
+
+    def _oversized(self, line: bytes) -> Oversized | Message | NotJson | None:
+        if line.endswith(b"\r") and len(line) - 1 <= self.max_message_bytes:
+            return self._frame(line)
         if line.endswith(b"\r"):
             line = line[:-1]
-        if len(line) > self.max_message_bytes:
-            return Oversized(size=len(line), request_id=_recover_id(line[:_KEEP], line[-_KEEP:]))
-        if line.startswith(_BOM):  # some Windows tools write a byte-order mark
-            line = line[len(_BOM) :]
-        if not line.strip():
-            return None
+        return Oversized(size=len(line), request_id=_recover_id(line[:_KEEP], line[-_KEEP:]))
+
+    def _frame(self, line: bytes | bytearray) -> Message | NotJson | None:
+        """One line (at most ``max_message_bytes`` plus a trailing ``"\\r"``, which JSON reads
+        as whitespace) as a frame; a blank line is no frame."""
         try:
-            payload = json.loads(line.decode("utf-8"))
+            payload = loads(line)
         # UnicodeDecodeError and JSONDecodeError are ValueErrors; absurd nesting ("[[[[...")
         # exhausts the parser's recursion instead, and must not crash the caller either.
         except (ValueError, RecursionError):
-            return NotJson(excerpt=_excerpt(line))
-        if not isinstance(payload, (dict, list)):
-            return NotJson(excerpt=_excerpt(line))
-        return Message(payload=payload)
+            return self._retry(bytes(line))
+        if type(payload) is dict or type(payload) is list:
+            return Message(payload=payload)
+        return NotJson(excerpt=_excerpt(bytes(line).rstrip(b"\r")))
+
+    def _retry(self, line: bytes) -> Message | NotJson | None:
+        # Only lines that did not parse come here: blank ones, and those led by a byte-order
+        # mark, which some Windows tools write.
+        if not line.strip():
+            return None
+        if line.startswith(_BOM):
+            return self._frame(line[len(_BOM) :])
+        return NotJson(excerpt=_excerpt(line.rstrip(b"\r")))
 
 
 def _excerpt(line: bytes) -> str:

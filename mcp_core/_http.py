@@ -15,12 +15,12 @@ looks on the wire and how to read each answer, per era:
 from __future__ import annotations
 
 import base64
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._errors import HttpError
+from ._json import loads
 
 __all__ = [
     "content_type",
@@ -108,6 +108,6 @@ def http_error(status: int, headers: Iterable[tuple[str, str]]) -> HttpError:
 def parse_json_body(body: bytes) -> object:
     """A JSON body, or ``None`` when it is not JSON (the caller reports what it expected)."""
     try:
-        return json.loads(body)
+        return loads(body)
     except (ValueError, RecursionError):
         return None

@@ -206,6 +206,8 @@ def content_from_wire(wire: object) -> ContentBlock:
     """Parse one content block; ``ValueError`` for a known type with a bad shape, or a block
     without a string ``type``. Unknown types give ``UnknownContent``."""
     d = _mapping(wire, "content block")
+    if d.get("type") == "text" and len(d) == 2 and type(text := d.get("text")) is str:
+        return TextContent(text=text)  # the common block, fast: nothing else to check
     kind = _str(d, "type", "content block")
     what = f"{kind} content"
     common: dict[str, Any] = {
@@ -264,10 +266,10 @@ class CallToolResult:
         raw_content: list[Any] = _get(d, "content", what, list, required=False) or []
         is_error: bool | None = _get(d, "isError", what, bool, required=False)
         return cls(
-            content=tuple(content_from_wire(block) for block in raw_content),
+            content=tuple([content_from_wire(block) for block in raw_content]),
             structured_content=d.get("structuredContent"),
-            is_error=bool(is_error),
-            meta=_opt_obj(d, "_meta", "tools/call result"),
+            is_error=is_error is True,
+            meta=_opt_obj(d, "_meta", what) if "_meta" in d else None,
         )
 
     @property

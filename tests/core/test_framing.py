@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 
 import pytest
 from hypothesis import given
@@ -83,9 +84,14 @@ def test_decode(chunks: list[bytes], frames: list[object]) -> None:
     assert out == frames
 
 
+# Integers within 64 bits: beyond them the parser reads a float (mcp_core/_json.py; see
+# test_integers_beyond_64_bits_are_read_as_floats).
+_INTEGERS = st.integers(min_value=-(2**63), max_value=2**64 - 1)
+
+
 @given(
     messages=st.lists(
-        st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=10), max_size=3),
+        st.dictionaries(st.text(max_size=5), _INTEGERS | st.text(max_size=10), max_size=3),
         max_size=5,
     ),
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=10),
@@ -159,6 +165,8 @@ def test_limit_boundary(line: bytes, frames: list[object]) -> None:
     decoder = LineDecoder(10)
     assert decoder.feed(line + b"\n") == frames
     assert decoder.feed(line + b"\r\n") == frames  # the CR does not count
+    for ending in (b"\n", b"\r\n"):  # the same when the line arrives in pieces
+        assert [f for byte in line + ending for f in decoder.feed(bytes([byte]))] == frames
 
 
 def test_memory_is_bounded_and_scanning_is_linear() -> None:
@@ -175,3 +183,53 @@ def test_memory_is_bounded_and_scanning_is_linear() -> None:
 def test_limit_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_message_bytes"):
         LineDecoder(0)
+
+
+@pytest.mark.parametrize(
+    ("line", "frame"),
+    [
+        (b"\xef\xbb\xbf" + b'{"a":1}', Message({"a": 1})),  # a byte-order mark is skipped
+        (b"\xef\xbb\xbf" + b"hello", NotJson("hello")),
+        (b'{"a":"\\ud800"}', Message({"a": "\ud800"})),  # a lone surrogate escape, as before
+        (b"[NaN]", Message([math.nan])),  # not JSON, yet Python's parser took it, as before
+        (b"42", NotJson("42")),  # JSON, but not a message
+    ],
+)
+def test_lines_the_fast_parser_refuses_are_judged_as_before(line: bytes, frame: object) -> None:
+    got = LineDecoder(100).feed(line + b"\r\n")
+    assert repr(got) == repr([frame])  # repr: nan != nan
+
+
+def test_integers_beyond_64_bits_are_read_as_floats() -> None:
+    # The one documented difference from the stdlib parser (mcp_core/_json.py).
+    line = b'{"a":18446744073709551615,"b":18446744073709551616,"c":-9223372036854775809}\n'
+    (frame,) = LineDecoder(100).feed(line)
+    assert frame == Message({"a": 2**64 - 1, "b": float(2**64), "c": -float(2**63)})
+
+
+@pytest.mark.parametrize(
+    ("value", "line"),
+    [
+        ({"a": None, "b": [1.5, True]}, b'{"a":null,"b":[1.5,true]}\n'),  # a real null
+        ({"a": 2**70}, b'{"a":1180591620717411303424}\n'),  # beyond orjson: the stdlib writes it
+        ({1: "x"}, b'{"1":"x"}\n'),  # a non-str key, as the stdlib writes it
+        ({"a": "é"}, '{"a":"é"}\n'.encode()),  # UTF-8, not \\u escapes
+    ],
+)
+def test_encoding_matches_the_stdlib(value: object, line: bytes) -> None:
+    assert encode_message(value) == line
+    assert json.loads(line) == json.loads(json.dumps(value))
+
+
+@pytest.mark.parametrize("value", [{"a": math.nan}, {"a": [math.inf]}, {"a": -math.inf}])
+def test_nan_and_infinities_are_refused_not_sent_as_null(value: object) -> None:
+    with pytest.raises(ValueError):
+        encode_message(value)
+
+
+@pytest.mark.parametrize(
+    "value", [{"a": {1, 2}}, {"a": object()}, {"a": __import__("datetime").date.today()}]
+)
+def test_values_json_cannot_hold_raise_type_error(value: object) -> None:
+    with pytest.raises(TypeError):
+        encode_message(value)
