@@ -7,11 +7,10 @@ Library exceptions are mapped to events here and nowhere else (STYLE 12).
 
 from __future__ import annotations
 
-import contextlib
-import math
 import os
 import signal
 import subprocess
+from collections import deque
 from collections.abc import Callable
 from typing import Literal
 
@@ -37,16 +36,18 @@ __all__ = ["ProcessSlot"]
 # wait this long for the last stderr bytes (the tail of ServerExited), then stop reading.
 _STDERR_DRAIN = 1.0
 
-_CLOSE = None  # the CloseStdin marker in the write queue
-
 _MISSING = (FileNotFoundError, PermissionError, NotADirectoryError)
 
 
 class ProcessSlot:
-    """The process of one ``Spawn`` action and the ordered queue of writes to its stdin.
+    """The process of one ``Spawn`` action and the writes to its stdin, in order.
 
-    Writes and the stdin close are queued at once (``write``/``close_stdin`` never block) and
-    performed in order by a writer task, so a full pipe never blocks the machine.
+    stdin is a pipe of our own whose write end is non-blocking: ``write`` writes at once, in
+    the caller's own step, what the pipe takes (one system call, no task switch: the common
+    case), and leaves the rest in a backlog that a writer task flushes when the pipe can take
+    more; later writes join the backlog, so order holds. ``write``/``close_stdin`` never block
+    and never feed an event (they run while the client performs actions): a failed write is
+    reported by the writer task as ``WriteFailed``.
     """
 
     def __init__(
@@ -55,24 +56,59 @@ class ProcessSlot:
         self.slot = slot
         self._feed_to = feed
         self._now = now
-        self._send, self._receive = anyio.create_memory_object_stream[bytes | None](math.inf)
         self.process: Process | None = None
+        self._stdin: int | None = None  # our end of the stdin pipe, while it is open
+        self._backlog: deque[bytes] = deque()  # written in order once the pipe takes more
+        self._closing = False  # close_stdin() was called: close once the backlog is written
+        self._failure: str | None = None  # a write failed: later writes are dropped
+        self._wake = anyio.Event()  # set when the writer task has something to do
 
     def write(self, data: bytes) -> None:
-        """Queue ``data`` for stdin. Dropped if the process is already gone."""
-        self._put(data)
+        """Write ``data`` to stdin now, or after what is already waiting. Dropped once stdin is
+        closed, a write failed, or the process is gone."""
+        if self._stdin is None or self._closing or self._failure is not None:
+            return
+        if self._backlog:
+            self._backlog.append(data)
+        else:
+            # At once, not batched per loop iteration: measured, the server starting on each
+            # request while the next callers run beats fewer system calls (about 42k vs 34k calls/s
+            # at 256 in flight).
+            self._write_now(data)
 
     def close_stdin(self) -> None:
-        """Queue the close of stdin, after every write queued before it."""
-        self._put(_CLOSE)
+        """Close stdin after every write made before."""
+        if self._stdin is None or self._closing:
+            return
+        self._closing = True
+        if not self._backlog:
+            self._close_pipe()
+
+    def _write_now(self, data: bytes) -> None:
+        assert self._stdin is not None
+        try:
+            written = os.write(self._stdin, data)
+        except BlockingIOError:
+            written = 0
+        except OSError as exc:  # EPIPE: the server closed its stdin or exited
+            self._fail(exc)
+            return
+        if written < len(data):
+            self._backlog.append(data[written:])
+            self._wake.set()
+
+    def _fail(self, exc: OSError) -> None:
+        self._failure = f"cannot write to the server's stdin: {type(exc).__name__}"
+        self._backlog.clear()
+        self._wake.set()
+
+    def _close_pipe(self) -> None:
+        if self._stdin is not None:
+            fd, self._stdin = self._stdin, None
+            os.close(fd)
 
     def _feed(self, event: Event) -> None:
         self._feed_to(self, event)
-
-    def _put(self, item: bytes | None) -> None:
-        # Once the process has ended its writer is gone: the machine gets ProcessExited.
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._send.send_nowait(item)
 
     def signal(self, name: Literal["SIGTERM", "SIGKILL"]) -> None:
         """Send ``name`` to the process group; nothing happens if it has no process (yet)."""
@@ -90,27 +126,28 @@ class ProcessSlot:
         A failed spawn is fed as ``SpawnFailed`` (``missing`` for a missing or unusable
         executable or cwd). If cancelled, the process group is killed and the process reaped.
         """
-        with self._send, self._receive:  # later writes are dropped once the process is gone
-            process = await self._spawn(spawn)
-            if process is None:
-                return
-            self.process = process
-            try:
-                self._feed(ProcessSpawned(now=self._now(), slot=self.slot, pid=process.pid))
-                async with anyio.create_task_group() as pumps:
-                    pumps.start_soon(self._write_stdin, process)
-                    stderr_done = anyio.Event()
-                    pumps.start_soon(self._read_stderr, process, stderr_done)
-                    await self._read_stdout(process)
-                    returncode = await process.wait()
-                    with anyio.move_on_after(_STDERR_DRAIN):
-                        await stderr_done.wait()
-                    pumps.cancel_scope.cancel()  # the writer: nobody reads stdin any more
-                self._feed(ProcessExited(now=self._now(), slot=self.slot, returncode=returncode))
-            finally:
-                with anyio.CancelScope(shield=True):
-                    self.kill()
-                    await process.aclose()
+        process = await self._spawn(spawn)
+        if process is None:
+            return
+        self.process = process
+        try:
+            self._feed(ProcessSpawned(now=self._now(), slot=self.slot, pid=process.pid))
+            async with anyio.create_task_group() as pumps:
+                pumps.start_soon(self._write_stdin)
+                stderr_done = anyio.Event()
+                pumps.start_soon(self._read_stderr, process, stderr_done)
+                await self._read_stdout(process)
+                returncode = await process.wait()
+                with anyio.move_on_after(_STDERR_DRAIN):
+                    await stderr_done.wait()
+                pumps.cancel_scope.cancel()  # the writer: nobody reads stdin any more
+            self._feed(ProcessExited(now=self._now(), slot=self.slot, returncode=returncode))
+        finally:
+            self._backlog.clear()
+            self._close_pipe()  # later writes are dropped once the process is gone
+            with anyio.CancelScope(shield=True):
+                self.kill()
+                await process.aclose()
 
     @classmethod
     def background_functions(cls) -> tuple[Callable[..., object], ...]:
@@ -119,12 +156,14 @@ class ProcessSlot:
 
     async def _spawn(self, spawn: Spawn) -> Process | None:
         env = inherit_environment(os.environ, spawn.inherit) | dict(spawn.env)
+        # Both ends are non-inheritable (PEP 446): the child gets the read end as its fd 0 only.
+        theirs, ours = os.pipe()
         try:
             # Shielded so that a cancellation cannot lose a process that was already created.
             with anyio.CancelScope(shield=True):
                 process = await anyio.open_process(
                     list(spawn.argv),
-                    stdin=subprocess.PIPE,
+                    stdin=theirs,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     env=env,
@@ -132,6 +171,7 @@ class ProcessSlot:
                     start_new_session=True,
                 )
         except OSError as exc:
+            os.close(ours)
             # The reason names the file (the command or the cwd), never an env value.
             reason = exc.strerror or type(exc).__name__
             if exc.filename is not None:
@@ -139,40 +179,43 @@ class ProcessSlot:
             missing = isinstance(exc, _MISSING)
             self._feed(SpawnFailed(now=self._now(), slot=self.slot, reason=reason, missing=missing))
             return None
+        finally:
+            os.close(theirs)
+        os.set_blocking(ours, False)
+        self._stdin = ours
         return process
 
-    async def _write_stdin(self, process: Process) -> None:
-        assert process.stdin is not None
-        done = False  # after a failure or the close, later items are dropped
-        async for item in self._receive:
-            if done:
-                continue
+    async def _write_stdin(self) -> None:
+        """Flush the backlog whenever ``write`` leaves one; report a failed write; close stdin
+        when asked, once everything before the close is written."""
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            while self._backlog and self._stdin is not None:
+                await anyio.wait_writable(self._stdin)
+                self._flush()
+            if self._failure is not None:
+                self._close_pipe()
+                self._feed(WriteFailed(now=self._now(), slot=self.slot, reason=self._failure))
+                return
+            if self._closing:
+                self._close_pipe()
+
+    def _flush(self) -> None:
+        assert self._stdin is not None
+        while self._backlog:
+            data = self._backlog[0]
             try:
-                if item is _CLOSE:
-                    done = True
-                    await process.stdin.aclose()
-                    continue
-                # Batch what is already queued into one write: many callers at once would
-                # otherwise cost a system call (and a scheduler turn) per message.
-                batch = [item]
-                closing = False
-                while True:
-                    try:
-                        queued = self._receive.receive_nowait()
-                    except anyio.WouldBlock:
-                        break
-                    if queued is _CLOSE:
-                        closing = True
-                        break
-                    batch.append(queued)
-                await process.stdin.send(b"".join(batch) if len(batch) > 1 else item)
-                if closing:
-                    done = True
-                    await process.stdin.aclose()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                done = True
-                reason = f"cannot write to the server's stdin: {type(exc).__name__}"
-                self._feed(WriteFailed(now=self._now(), slot=self.slot, reason=reason))
+                written = os.write(self._stdin, data)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                self._fail(exc)
+                return
+            if written < len(data):
+                self._backlog[0] = data[written:]
+                return
+            self._backlog.popleft()
 
     async def _read_stdout(self, process: Process) -> None:
         assert process.stdout is not None
