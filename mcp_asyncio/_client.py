@@ -18,7 +18,7 @@ import os
 import sys
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import IO, Any, cast
@@ -37,6 +37,7 @@ from mcp_core import (
     Close,
     CloseStdin,
     Connect,
+    ElicitationComplete,
     Event,
     HandleServerRequest,
     ListTools,
@@ -61,6 +62,7 @@ from mcp_core import (
 )
 
 from ._http import HttpExecutor
+from ._otel import end_call_span, start_call_span
 from ._process import ProcessSlot
 
 __all__ = ["Client"]
@@ -106,13 +108,19 @@ class Client:
         wait: bool = True,
         record: str | os.PathLike[str] | None = None,
         elicitation: Handler | None = None,
+        elicitation_modes: Iterable[str] = ("form",),
+        elicitation_complete: CompletionCallback | None = None,
         sampling: Handler | None = None,
         roots: Handler | None = None,
         **fields: Any,
     ) -> None:
+        """Raises ``InvalidSpec`` for a refused spec, ``ValueError`` for impossible
+        ``elicitation_modes``; nothing is started. See ``Handler`` and
+        ``CompletionCallback`` for the handlers."""
         self._spec = Spec.build(spec, **fields)
         self._wait = wait
         self._record = record
+        self._elicitation_complete = elicitation_complete
         # Only a feature with a handler is declared to the server (SPEC §9).
         given = {
             "elicitation/create": elicitation,
@@ -124,6 +132,7 @@ class Client:
             self._spec,
             era_cache=_ERA_CACHE,
             handlers=[HANDLED_REQUESTS[method] for method in self._handlers],
+            elicitation_modes=elicitation_modes,
         )
         self._phase = "new"  # -> "running" -> "stopped": a client runs once
         self._stack: AsyncExitStack | None = None
@@ -172,7 +181,12 @@ class Client:
                 file: IO[str] = stack.enter_context(
                     open(self._record, "w", encoding="utf-8")  # noqa: SIM115
                 )
-                self._recorder = Recorder(self._spec, file.write, handlers=self._machine.handlers)
+                self._recorder = Recorder(
+                    self._spec,
+                    file.write,
+                    handlers=self._machine.handlers,
+                    elicitation_modes=self._machine.elicitation_modes,
+                )
             host = await stack.enter_async_context(anyio.create_task_group())
             stack.push_async_callback(self._shutdown)
             self._deadline_changed = anyio.Event()
@@ -243,9 +257,14 @@ class Client:
 
     # --- caller methods ------------------------------------------------------------------
 
-    async def await_ready(self, timeout: float = 60.0) -> Status:
-        """Wait until the session is ready; raises ``ConnectFailed`` or ``NotReady`` if not."""
-        value = await self._call(lambda t: AwaitReady(now=_now(), ticket=t, timeout=timeout))
+    async def await_ready(self, timeout: float = 60.0, *, fail_fast: bool | None = None) -> Status:
+        """Wait until the session is ready; raises ``ConnectFailed`` or ``NotReady`` if not
+        by ``timeout``. ``fail_fast`` decides this wait only: True raises ``ConnectFailed`` at
+        the first failed attempt (the client keeps retrying), False waits through retries,
+        None follows the spec's ``fail_fast``."""
+        value = await self._call(
+            lambda t: AwaitReady(now=_now(), ticket=t, timeout=timeout, fail_fast=fail_fast)
+        )
         return cast(Status, value)
 
     async def list_tools(
@@ -273,20 +292,31 @@ class Client:
         must be a plain function (an awaitable it returns is closed, not awaited) and its
         exceptions are logged. A priced tool (the spec's ``prices``) needs ``reservation=`` from
         your ``SpendGate`` (else ``UnmeteredCall``, nothing sent); the client commits it once
-        the request is sent and releases it if the call fails before that (SPEC §10).
+        the request is sent and releases it if the call fails before that (SPEC §10). With
+        OpenTelemetry configured, the call is a client span and its trace context goes in
+        ``_meta`` (``_otel.py``).
         """
-        value = await self._call(
-            lambda t: CallTool(
-                now=_now(),
-                ticket=t,
-                name=name,
-                arguments=arguments,
-                timeout=timeout,
-                progress=progress is not None,
-                reservation=self._hold(t, reservation),
-            ),
-            progress,
-        )
+        meta, span = start_call_span(self.name, name, self._spec.transport)
+        try:
+            value = await self._call(
+                lambda t: CallTool(
+                    now=_now(),
+                    ticket=t,
+                    name=name,
+                    arguments=arguments,
+                    timeout=timeout,
+                    progress=progress is not None,
+                    reservation=self._hold(t, reservation),
+                    meta=meta,
+                ),
+                progress,
+            )
+        except BaseException as exc:
+            if span is not None:
+                end_call_span(span, error=exc)
+            raise
+        if span is not None:
+            end_call_span(span, value)
         return cast(CallToolResult, value)
 
     def _hold(self, ticket: int, reservation: Reservation | None) -> dict[str, Any] | None:
@@ -356,14 +386,20 @@ class Client:
             self._feed(event)
 
     def _perform(self, action: Action) -> None:
-        match action:
+        match action:  # the most frequent actions first
+            case WriteStdin():
+                if action.slot in self._slots:
+                    self._slots[action.slot].write(action.data)
+            case Reply():
+                self._reservations.pop(action.ticket, None)  # never settled: not ours
+                waiter = self._waiters.pop(action.ticket, None)
+                if waiter is not None:
+                    waiter.reply = action
+                    waiter.done.set()
             case Spawn():
                 slot = self._slots[action.slot] = ProcessSlot(action.slot, self._feed_from, _now)
                 assert self._tasks is not None
                 self._tasks.start_soon(self._run_slot, slot, action)
-            case WriteStdin():
-                if action.slot in self._slots:
-                    self._slots[action.slot].write(action.data)
             case CloseStdin():
                 if action.slot in self._slots:
                     self._slots[action.slot].close_stdin()
@@ -376,12 +412,6 @@ class Client:
             case AbortHttp():
                 if self._http is not None:
                     self._http.abort(action.stream)
-            case Reply():
-                self._reservations.pop(action.ticket, None)  # never settled: not ours
-                waiter = self._waiters.pop(action.ticket, None)
-                if waiter is not None:
-                    waiter.reply = action
-                    waiter.done.set()
             case SettleReservation():
                 reservation = self._reservations.pop(action.ticket, None)
                 if reservation is not None:
@@ -396,8 +426,24 @@ class Client:
             case Log():
                 level = logging.getLevelNamesMapping().get(action.level, logging.WARNING)
                 logging.getLogger(action.logger).log(level, "%s", action.message)
+            case ElicitationComplete():
+                assert self._tasks is not None
+                self._tasks.start_soon(self._completed, action.elicitation_id)
             case _:
                 raise TypeError(f"unknown action {action!r}")
+
+    async def _completed(self, elicitation_id: str) -> None:
+        """Tell the application a URL elicitation is complete; without a callback, log it."""
+        callback = self._elicitation_complete
+        if callback is None:
+            _log.info("server %r completed URL elicitation %r", self.name, elicitation_id)
+            return
+        try:
+            result = callback(elicitation_id)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            _log.exception("the elicitation_complete callback raised")
 
     async def _answer(self, handler: Handler, action: HandleServerRequest) -> None:
         """Run the application's handler (plain or async); its failure is the server's
@@ -445,7 +491,20 @@ Handler = Callable[[Mapping[str, Any]], Mapping[str, Any] | Awaitable[Mapping[st
 ``elicitation/create`` (``message``, ``requestedSchema``) and returns an ElicitResult such as
 ``{"action": "accept", "content": {...}}``; ``sampling=`` gets ``sampling/createMessage`` and
 returns a CreateMessageResult; ``roots=`` gets ``roots/list`` and returns ``{"roots": [...]}``.
-It may be a plain function or a coroutine function. An exception becomes a -32603 answer."""
+It may be a plain function or a coroutine function. An exception becomes a -32603 answer.
+
+With ``elicitation_modes=("form", "url")`` the elicitation handler also gets URL-mode requests
+(``mode`` ``"url"``, ``url``, ``elicitationId``, ``message``; 2025-11-25): show the user the
+URL's host and message, open the URL only with their consent (never fetch it yourself), and
+return ``{"action": "accept"}`` (consent given; the interaction itself happens out of band),
+``"decline"`` or ``"cancel"``."""
+
+CompletionCallback = Callable[[str], object]
+"""``elicitation_complete=``: called with the ``elicitationId`` of a URL elicitation the server
+reports complete (``notifications/elicitation/complete``), only for one this client was asked
+for, once; e.g. to retry a call that raised ``UrlElicitationRequired``. A plain function or a
+coroutine function, run in a task of the client; its exceptions are logged. Without one, the
+completion is logged at INFO."""
 
 
 def _protect_background_tasks() -> None:

@@ -3,11 +3,13 @@
 The same API as ``mcp_sync.ClientGroup``, awaited. Each client lives in a task of the group's
 task group from its ``start()`` to its ``stop()`` (a ``Client`` must be started and stopped by
 the same task), so the clients stop concurrently when the group ends. The naming rules, the
-routing table and the reading of specs are shared with the blocking driver.
+routing table and the reading of specs (``mcp_core.plan_group``) are the core's, shared with
+the blocking driver.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 import time
@@ -19,14 +21,27 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from mcp_core import CallToolResult, McpError, NotReady, Status, Tool
-
-# Shared with the blocking driver until they move into mcp_core (they are pure).
-from mcp_sync._group import GroupSpecs, down_error, plan_group
+from mcp_core import (
+    CallToolResult,
+    GroupSpecs,
+    McpError,
+    NotReady,
+    Status,
+    Tool,
+    down_error,
+    plan_group,
+)
 
 from ._client import Client
 
 __all__ = ["ClientGroup"]
+
+# The keywords a group passes on to every client as they are (the rest are spec fields).
+_CLIENT_KEYWORDS = frozenset(
+    p.name
+    for p in inspect.signature(Client).parameters.values()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+)
 
 
 def _server_log(server: str) -> logging.Logger:
@@ -48,18 +63,32 @@ class ClientGroup:
     wrong type. Like ``Client``, it must be constructed inside the event loop, and
     ``start()``/``stop()`` must be called from the same task (``async with`` does that).
 
+    ``fail_fast=True`` makes the group's readiness waits stop waiting for a server at its first
+    failed connect attempt (it keeps retrying in the background); each client's own
+    ``await_ready`` keeps its spec's ``fail_fast``. See ``mcp_sync.ClientGroup``.
+
     Tool names are ``mcp__<server>__<tool>`` (see ``mcp_core.ToolTable``); the key of a
     server in ``specs`` is its name there, in ``status()`` and in ``clients``.
     """
 
-    def __init__(self, specs: GroupSpecs, /, *, wait: bool = True, **client_options: Any) -> None:
-        plan = plan_group(specs, client_options, Client)
+    def __init__(
+        self,
+        specs: GroupSpecs,
+        /,
+        *,
+        wait: bool = True,
+        fail_fast: bool = False,
+        **client_options: Any,
+    ) -> None:
+        plan = plan_group(specs, client_options, client_keywords=_CLIENT_KEYWORDS)
         self._order = plan.order
-        self._clients = plan.clients
-        self._down = plan.down
+        self._clients, self._down = plan.build(
+            lambda spec: Client(spec, wait=False, **plan.client_options)
+        )
         self._table = plan.table
         self._init_timeout = plan.init_timeout
         self._wait = wait
+        self._fail_fast = fail_fast
         for name, status in self._down.items():
             _server_log(name).warning("server %r is not started: %s", name, status.last_error)
         self._phase = "new"  # -> "running" -> "stopped": a group runs once
@@ -140,22 +169,30 @@ class ClientGroup:
 
     # --- calls -----------------------------------------------------------------------------
 
-    async def await_ready(self, timeout: float = 60.0) -> dict[str, Status]:
+    async def await_ready(
+        self, timeout: float = 60.0, *, fail_fast: bool | None = None
+    ) -> dict[str, Status]:
         """Wait until every server is ready or the shared deadline ``timeout`` s from now has
         passed, and return every server's status. A server that failed (for good, or still
         retrying at the deadline) shows it in its Status: nothing is raised for it.
-        ``ValueError`` for a negative timeout."""
+        ``fail_fast`` (default: the group's) True stops waiting for a server at its first
+        failed attempt; False leaves it to each server's spec. ``ValueError`` for a negative
+        timeout."""
         if timeout < 0:
             raise ValueError("timeout must be >= 0")
+        # True decides every client's wait; otherwise each spec's fail_fast does (None).
+        quick = True if (self._fail_fast if fail_fast is None else fail_fast) else None
         deadline = time.monotonic() + timeout
         async with anyio.create_task_group() as tasks:
             for name, client in self._clients.items():
-                tasks.start_soon(self._await_one, name, client, deadline)
+                tasks.start_soon(self._await_one, name, client, deadline, quick)
         return self.status()
 
-    async def _await_one(self, name: str, client: Client, deadline: float) -> None:
+    async def _await_one(
+        self, name: str, client: Client, deadline: float, fail_fast: bool | None
+    ) -> None:
         try:
-            await client.await_ready(max(0.0, deadline - time.monotonic()))
+            await client.await_ready(max(0.0, deadline - time.monotonic()), fail_fast=fail_fast)
         except McpError as exc:
             _server_log(name).debug("server %r is not ready: %s", name, exc)
 

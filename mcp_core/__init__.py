@@ -9,6 +9,7 @@ from ._actions import (
     AbortHttp,
     Action,
     CloseStdin,
+    ElicitationComplete,
     HandleServerRequest,
     Log,
     ProgressUpdate,
@@ -39,6 +40,7 @@ from ._errors import (
     UnknownTool,
     UnmeteredCall,
     UnsupportedVersion,
+    UrlElicitationRequired,
 )
 from ._events import (
     AwaitReady,
@@ -63,6 +65,7 @@ from ._events import (
     WriteFailed,
 )
 from ._group_names import ToolTable, server_parts
+from ._group_plan import GroupPlan, GroupSpecs, LoadedConfigLike, down_error, plan_group
 from ._machine import HANDLED_REQUESTS, SessionMachine
 from ._models import (
     AudioContent,
@@ -106,8 +109,11 @@ __all__ = [
     "CloseStdin",
     "Connect",
     "ConnectFailed",
+    "ElicitationComplete",
     "EmbeddedResource",
     "Event",
+    "GroupPlan",
+    "GroupSpecs",
     "HandleServerRequest",
     "HttpBodyReceived",
     "HttpError",
@@ -123,6 +129,7 @@ __all__ = [
     "JsonRpcError",
     "ListTools",
     "LoadedConfig",
+    "LoadedConfigLike",
     "Log",
     "McpError",
     "MessageTooLarge",
@@ -159,15 +166,18 @@ __all__ = [
     "UnknownTool",
     "UnmeteredCall",
     "UnsupportedVersion",
+    "UrlElicitationRequired",
     "WriteFailed",
     "WriteStdin",
     "decode_event",
+    "down_error",
     "encode_action",
     "encode_event",
     "inherit_environment",
     "load_config",
     "normalise_server",
     "parse_tool_name",
+    "plan_group",
     "replay",
     "replay_lines",
     "reservation_facts",

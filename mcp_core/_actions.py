@@ -17,6 +17,7 @@ __all__ = [
     "AbortHttp",
     "Action",
     "CloseStdin",
+    "ElicitationComplete",
     "HandleServerRequest",
     "Log",
     "ProgressUpdate",
@@ -141,6 +142,16 @@ class HandleServerRequest(Action):
     handle: int
     method: str
     params: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElicitationComplete(Action):
+    """The server reported (``notifications/elicitation/complete``, 2025-11-25) that the user
+    finished the URL-mode elicitation ``elicitation_id``, one this client was asked for (in an
+    ``elicitation/create`` request or a -32042 error) and not yet told of. The application may
+    now retry what waited for it."""
+
+    elicitation_id: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -47,11 +47,20 @@ class Handshake:
     capabilities: Mapping[str, Any]
 
 
-def client_capabilities(handlers: Iterable[str]) -> dict[str, Any]:
+def client_capabilities(
+    handlers: Iterable[str], elicitation_modes: Iterable[str] = ("form",)
+) -> dict[str, Any]:
     """Declare exactly the features the application gave a handler for: a capability we
     declare is one the server may use (2025-06-18 basic/lifecycle: "only use negotiated
-    capabilities"). ``elicitation: {}`` means form mode only (2025-11-25 client/elicitation)."""
-    return {name: {} for name in sorted(handlers)}
+    capabilities"). ``elicitation: {}`` means form mode only (2025-11-25 client/elicitation:
+    "an empty capabilities object is equivalent to declaring support for form mode only"), so
+    it is what a form-only handler declares, the shape every legacy version understands; any
+    other set of modes is named, e.g. ``{"form": {}, "url": {}}``."""
+    capabilities: dict[str, Any] = {name: {} for name in sorted(handlers)}
+    modes = sorted(set(elicitation_modes))
+    if "elicitation" in capabilities and modes != ["form"]:
+        capabilities["elicitation"] = {mode: {} for mode in modes}
+    return capabilities
 
 
 def initialize_params(capabilities: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ __all__ = [
     "UnknownTool",
     "UnmeteredCall",
     "UnsupportedVersion",
+    "UrlElicitationRequired",
 ]
 
 
@@ -157,6 +158,31 @@ class JsonRpcError(McpError):
         self.code = code
         self.rpc_message = message
         self.data = data
+
+
+class UrlElicitationRequired(JsonRpcError):
+    """The server answered -32042 (URLElicitationRequiredError, 2025-11-25 client/elicitation):
+    the request can succeed only after the user completed the URL-mode elicitations in
+    ``elicitations``, each a dict with ``elicitationId``, ``url`` and ``message`` (and ``mode``
+    ``"url"``). Show the user each URL's host and message, open it only with their consent,
+    then retry the call; the client's ``elicitation_complete=`` callback hears when the server
+    reports one done. The message names only how many are needed, never a URL."""
+
+    CODE = -32042
+
+    def __init__(
+        self, message: str, elicitations: tuple[dict[str, str], ...], data: object = None
+    ) -> None:
+        count = len(elicitations)
+        McpError.__init__(
+            self,
+            f"the server needs the user to complete {count} URL elicitation"
+            f"{'' if count == 1 else 's'} first (see .elicitations), then retry the call",
+        )
+        self.code = self.CODE
+        self.rpc_message = message
+        self.data = data
+        self.elicitations = elicitations
 
 
 class InvalidResponse(McpError):

@@ -56,10 +56,15 @@ class Connect(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AwaitReady(Event):
-    """A caller waits until the session is ready, for at most ``timeout`` seconds."""
+    """A caller waits until the session is ready, for at most ``timeout`` seconds.
+
+    ``fail_fast`` decides this wait only: True ends it with ``ConnectFailed`` at the first
+    failed connect attempt (the client keeps retrying in the background), False waits through
+    the retries, None (the default) follows the spec's ``fail_fast``."""
 
     ticket: int
     timeout: float
+    fail_fast: bool | None = None
 
     def __post_init__(self) -> None:
         if self.timeout < 0:
@@ -90,6 +95,10 @@ class CallTool(Event):
     progress: bool = False
     # For a priced tool: ``mcp_core.reservation_facts(reservation, fresh=...)`` (SPEC §10).
     reservation: Mapping[str, Any] | None = None
+    # Entries the driver adds to the request's ``params._meta`` on every round (W3C trace
+    # context: ``traceparent``, ``tracestate``). The protocol's own keys (``progressToken``,
+    # ``io.modelcontextprotocol/...``) win over them. Recorded like every field: no secrets.
+    meta: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.timeout is not None and self.timeout <= 0:

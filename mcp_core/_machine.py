@@ -55,6 +55,7 @@ from ._actions import (
     AbortHttp,
     Action,
     CloseStdin,
+    ElicitationComplete,
     HandleServerRequest,
     Log,
     ProgressUpdate,
@@ -89,6 +90,7 @@ from ._errors import (
     SessionRejected,
     UnmeteredCall,
     UnsupportedVersion,
+    UrlElicitationRequired,
 )
 from ._events import (
     AwaitReady,
@@ -132,6 +134,11 @@ __all__ = ["HANDLED_REQUESTS", "SessionMachine"]
 # 2026-07-28 basic/patterns/mrtr: the server may answer input_required again and again; a
 # client that gives up needs no error answer. We give up after this many rounds.
 MAX_INPUT_ROUNDS = 8
+
+# URL elicitations remembered until the server reports them complete; the oldest is forgotten
+# beyond this (a server that never completes them must not grow our memory).
+MAX_ELICITATIONS = 64
+_ELICITATION_MODES = frozenset({"form", "url"})
 
 # tools/list pagination guard: a server that pages forever must not hold a caller forever.
 MAX_TOOL_PAGES = 100
@@ -177,6 +184,7 @@ class _Work:
     arguments: Mapping[str, Any] | None = None
     progress: bool = False
     reserved: bool = False  # holds a reservation not yet settled (SPEC §10)
+    meta: Mapping[str, Any] | None = None  # the caller's own _meta entries (trace context)
     # 2026-07-28 multi round-trip requests: what the next round sends back.
     rounds: int = 0
     awaiting: set[str] = field(default_factory=set)  # input keys the handlers still owe
@@ -261,17 +269,35 @@ class SessionMachine:
         *,
         era_cache: MutableMapping[str, str] | None = None,
         handlers: Iterable[str] = (),
+        elicitation_modes: Iterable[str] = ("form",),
     ) -> None:
         """``handlers`` names the server requests the application answers: any of
         'elicitation', 'sampling', 'roots'. They are declared as client capabilities and
-        arrive as ``HandleServerRequest``; every other server request gets -32601."""
+        arrive as ``HandleServerRequest``; every other server request gets -32601.
+
+        ``elicitation_modes`` are the elicitation modes the 'elicitation' handler takes:
+        'form' (the default, declared as ``elicitation: {}``) and/or 'url' (2025-11-25), which
+        the handler then gets too (``mode``, ``url``, ``elicitationId``, ``message``). A
+        request in another mode gets -32602. ``ValueError`` for an unknown or empty set of
+        modes, or for modes other than form alone without an 'elicitation' handler."""
         unknown = set(handlers) - set(HANDLED_REQUESTS.values())
         if unknown:
             raise ValueError(
                 f"unknown handlers {sorted(unknown)}; known: elicitation, sampling, roots"
             )
         self.handlers = frozenset(handlers)
-        self._capabilities = client_capabilities(self.handlers)
+        modes = frozenset(elicitation_modes)
+        if not modes or modes - _ELICITATION_MODES:
+            raise ValueError(
+                f"elicitation_modes must be 'form', 'url' or both, got {sorted(modes)}"
+            )
+        if modes != {"form"} and "elicitation" not in self.handlers:
+            raise ValueError("elicitation_modes needs an elicitation handler")
+        self.elicitation_modes = modes
+        self._capabilities = client_capabilities(self.handlers, modes)
+        # URL elicitations we were asked for and not yet told are complete (2025-11-25: the
+        # client "MUST ignore notifications referencing unknown or already-completed IDs").
+        self._elicitations: dict[str, None] = {}
         self._server_requests: dict[int, tuple[_Slot, int | str]] = {}
         self._input_asks: dict[int, tuple[int, str]] = {}  # handle -> (ticket, input key)
         self._next_handle = 0
@@ -296,6 +322,8 @@ class SessionMachine:
         self._deadlines: list[tuple[float, int]] = []  # a heap of (deadline, ticket)
         self._works: dict[int, _Work] = {}  # ticket -> work, queued or in flight
         self._waiters: dict[int, float] = {}  # await_ready ticket -> deadline
+        # The waiters (a subset of _waiters) that a failed attempt answers (fail_fast).
+        self._fail_fast_waiters: set[int] = set()
         self._close_tickets: list[int] = []
         self._started = False
         self._closing = False
@@ -427,11 +455,14 @@ class SessionMachine:
             self._spawn(slot)
 
     def _on_await_ready(self, event: AwaitReady) -> None:
+        # The caller's choice for this wait, else the spec's (a group waits fail-fast on
+        # clients whose own await_ready waits through retries).
+        fail_fast = self.spec.fail_fast if event.fail_fast is None else event.fail_fast
         if self.state == "ready":
             self._reply(event.ticket, self.status(self._now))
         elif self._permanent is not None:
             self._reply(event.ticket, error=self._permanent)
-        elif self.spec.fail_fast and self._connect_error and self.state == "closed":
+        elif fail_fast and self._connect_error and self.state == "closed":
             # SPEC §7 fail_fast: a caller arriving while closed after a failure is answered
             # at once; without fail_fast, await_ready waits through the retries.
             self._reply(event.ticket, error=self._connect_error)
@@ -439,6 +470,8 @@ class SessionMachine:
             self._reply(event.ticket, error=NotReady(self.state))
         else:
             self._waiters[event.ticket] = self._now + event.timeout
+            if fail_fast:
+                self._fail_fast_waiters.add(event.ticket)
 
     def _on_list_tools(self, event: ListTools) -> None:
         if self._tools is not None and not event.refresh and self.state == "ready":
@@ -467,6 +500,7 @@ class SessionMachine:
             name=event.name,
             arguments=event.arguments,
             progress=event.progress,
+            meta=event.meta,
             # Every unused reservation handed to a call is settled exactly once by the client.
             reserved=facts is not None and facts.get("fresh") is True,
         )
@@ -506,6 +540,7 @@ class SessionMachine:
 
     def _on_cancel(self, event: CancelCall) -> None:
         self._waiters.pop(event.ticket, None)
+        self._fail_fast_waiters.discard(event.ticket)
         work = self._works.pop(event.ticket, None)
         if work is not None:
             self._withdraw(work, "the caller cancelled the request")
@@ -658,6 +693,7 @@ class SessionMachine:
         for ticket, deadline in sorted(self._waiters.items()):
             if deadline <= now:
                 del self._waiters[ticket]
+                self._fail_fast_waiters.discard(ticket)
                 self._reply(ticket, error=self._not_ready())
         for slot in self._slots:
             self._slot_timers(slot, now)
@@ -707,18 +743,25 @@ class SessionMachine:
             # Legacy basic/utilities/ping: the receiver "MUST respond promptly with an empty
             # result".
             self._write(slot, rpc.result_response(request.id, {}))
-        elif request.method == "elicitation/create" and request.params.get("mode", "form") != (
-            "form"
+        elif (
+            request.method == "elicitation/create"
+            and (mode := _elicitation_mode(request.params)) not in self.elicitation_modes
         ):
             # 2025-11-25 client/elicitation: a mode the client did not declare "MUST" get
-            # -32602; we declare form mode only.
+            # -32602 (a request without `mode` is form mode).
             self._write(
                 slot,
                 rpc.error_response(
-                    request.id, rpc.INVALID_PARAMS, "this client supports form elicitation only"
+                    request.id,
+                    rpc.INVALID_PARAMS,
+                    f"this client does not take {str(mode)[:20]!r} elicitation; it declared "
+                    f"{', '.join(sorted(self.elicitation_modes))}",
                 ),
             )
         elif HANDLED_REQUESTS.get(request.method) in self.handlers:
+            elicitation_id = request.params.get("elicitationId")
+            if request.method == "elicitation/create" and isinstance(elicitation_id, str):
+                self._expect_completion(elicitation_id)  # a URL-mode request
             self._next_handle += 1
             self._server_requests[self._next_handle] = (slot, request.id)
             self._out.append(
@@ -771,6 +814,15 @@ class SessionMachine:
             for handle, (asker, request_id) in list(self._server_requests.items()):
                 if asker is slot and request_id == params.get("requestId"):
                     del self._server_requests[handle]
+        elif note.method == "notifications/elicitation/complete":
+            # 2025-11-25 client/elicitation: only an elicitation we were asked for and not yet
+            # told of reaches the application; the client "MUST ignore" any other.
+            elicitation_id = params.get("elicitationId")
+            if isinstance(elicitation_id, str) and elicitation_id in self._elicitations:
+                del self._elicitations[elicitation_id]
+                self._out.append(ElicitationComplete(elicitation_id=elicitation_id))
+            else:
+                self._log("DEBUG", "ignored a completion of an unknown URL elicitation")
         elif note.method == "notifications/message":
             level = _LOG_LEVELS.get(str(params.get("level")), "INFO")
             data = params.get("data")
@@ -853,7 +905,11 @@ class SessionMachine:
 
     def _on_work_answer(self, slot: _Slot, work: _Work, response: rpc.Response) -> None:
         if response.error is not None:
-            self._finish(work, error=_rpc_error(response.error))
+            error = _rpc_error(response.error)
+            if isinstance(error, UrlElicitationRequired):
+                for elicitation in error.elicitations:
+                    self._expect_completion(elicitation["elicitationId"])
+            self._finish(work, error=error)
             return
         result = response.result
         assert result is not None
@@ -894,8 +950,14 @@ class SessionMachine:
         else:
             for ask in requests.values():
                 method = ask.get("method") if isinstance(ask, dict) else None
+                params = ask.get("params") if isinstance(ask, dict) else None
+                mode = _elicitation_mode(params if isinstance(params, dict) else {})
                 if HANDLED_REQUESTS.get(str(method)) not in self.handlers:
                     problem = f"the server asked for {str(method)[:60]!r}, which was not declared"
+                elif method == "elicitation/create" and mode not in self.elicitation_modes:
+                    # 2026-07-28: the server "MUST NOT" ask for what the request did not
+                    # declare in its clientCapabilities.
+                    problem = f"the server asked for {str(mode)[:20]!r} elicitation, not declared"
         if problem is not None:
             self._finish(work, error=InvalidResponse(work.method, problem))
             return
@@ -1039,7 +1101,7 @@ class SessionMachine:
 
     def _send_work(self, slot: _Slot, work: _Work, cursor: Mapping[str, Any] | None) -> None:
         params: dict[str, Any] = {}
-        meta: dict[str, Any] = {}
+        meta: dict[str, Any] = dict(work.meta) if work.meta else {}
         if work.method == "tools/call":
             params["name"] = work.name
             if work.arguments is not None:
@@ -1163,6 +1225,7 @@ class SessionMachine:
         for ticket in sorted(self._waiters):
             self._reply(ticket, status)
         self._waiters.clear()
+        self._fail_fast_waiters.clear()
         self._pump()
 
     def _fail_slot(self, slot: _Slot, error: McpError, *, permanent: bool = False) -> None:
@@ -1196,9 +1259,10 @@ class SessionMachine:
             if permanent:
                 self._permanent = connect_error
                 self._answer_waiters(connect_error)
-            elif self.spec.fail_fast:
-                # SPEC §7: each failed attempt answers the current await_ready callers.
-                self._answer_waiters(connect_error)
+            else:
+                # SPEC §7 fail_fast: each failed attempt answers the await_ready callers that
+                # wait fail-fast; the others wait through the retries.
+                self._answer_waiters(connect_error, fail_fast_only=True)
         slot.failure, slot.failure_permanent = error, permanent
         if self._http:
             self._abort_streams(slot)
@@ -1632,10 +1696,18 @@ class SessionMachine:
     def _reply(self, ticket: int, value: object = None, *, error: McpError | None = None) -> None:
         self._out.append(Reply(ticket=ticket, value=value, error=error))
 
-    def _answer_waiters(self, error: McpError) -> None:
-        for ticket in sorted(self._waiters):
+    def _answer_waiters(self, error: McpError, *, fail_fast_only: bool = False) -> None:
+        for ticket in sorted(self._fail_fast_waiters if fail_fast_only else self._waiters):
+            del self._waiters[ticket]
             self._reply(ticket, error=error)
-        self._waiters.clear()
+        self._fail_fast_waiters.clear()
+
+    def _expect_completion(self, elicitation_id: str) -> None:
+        """Remember a URL elicitation until the server reports it complete (bounded)."""
+        self._elicitations.pop(elicitation_id, None)
+        self._elicitations[elicitation_id] = None
+        if len(self._elicitations) > MAX_ELICITATIONS:
+            del self._elicitations[next(iter(self._elicitations))]
 
     def _log(self, level: str, message: str) -> None:
         self._out.append(Log(level=level, logger=self._logger, message=message))
@@ -1650,6 +1722,13 @@ def _names_our_modern_version(error: Mapping[str, Any] | None) -> bool:
     return isinstance(supported, list) and MODERN_VERSION in supported
 
 
+def _elicitation_mode(params: Mapping[str, Any]) -> str | None:
+    """An elicitation request's mode (None if it is not a string); "Clients MUST treat
+    requests without a mode field as form mode" (2025-11-25 client/elicitation)."""
+    mode = params.get("mode", "form")
+    return mode if isinstance(mode, str) else None
+
+
 def _origin(url: str) -> tuple[str, str]:
     parts = urlsplit(url)
     return parts.scheme.lower(), parts.netloc.rsplit("@", 1)[-1].lower()
@@ -1658,8 +1737,31 @@ def _origin(url: str) -> tuple[str, str]:
 def _rpc_error(error: Mapping[str, Any]) -> JsonRpcError:
     code = error.get("code")
     message = error.get("message")
-    return JsonRpcError(
-        code if isinstance(code, int) else 0,
-        str(message)[:500] if message is not None else "",
-        error.get("data"),
-    )
+    text = str(message)[:500] if message is not None else ""
+    data = error.get("data")
+    if code == UrlElicitationRequired.CODE:
+        return UrlElicitationRequired(text, _url_elicitations(data), data)
+    return JsonRpcError(code if isinstance(code, int) else 0, text, data)
+
+
+def _url_elicitations(data: object) -> tuple[dict[str, str], ...]:
+    """The well-formed URL elicitations of a -32042 error's ``data.elicitations`` (each "MUST
+    be" URL mode with an ``elicitationId``: 2025-11-25 client/elicitation); others are
+    dropped, and at most ``MAX_ELICITATIONS`` are kept."""
+    listed = data.get("elicitations") if isinstance(data, dict) else None
+    found: list[dict[str, str]] = []
+    for item in listed if isinstance(listed, list) else ():
+        if not isinstance(item, dict) or item.get("mode", "url") != "url":
+            continue
+        elicitation_id, url = item.get("elicitationId"), item.get("url")
+        message = item.get("message")
+        if isinstance(elicitation_id, str) and isinstance(url, str):
+            found.append(
+                {
+                    "mode": "url",
+                    "elicitationId": elicitation_id,
+                    "url": url,
+                    "message": message if isinstance(message, str) else "",
+                }
+            )
+    return tuple(found[:MAX_ELICITATIONS])

@@ -215,14 +215,22 @@ class Recorder:
     """
 
     def __init__(
-        self, spec: Spec, write: Callable[[str], object], *, handlers: Iterable[str] = ()
+        self,
+        spec: Spec,
+        write: Callable[[str], object],
+        *,
+        handlers: Iterable[str] = (),
+        elicitation_modes: Iterable[str] = ("form",),
     ) -> None:
-        """``handlers``: the server-request handlers the machine was built with (they change
-        what it declares and answers, so a replay must build the same machine)."""
+        """``handlers`` and ``elicitation_modes``: what the machine was built with (they
+        change what it declares and answers, so a replay must build the same machine)."""
         self._write = write
         header: dict[str, object] = {"format": FORMAT, "version": VERSION, "spec": spec.redacted()}
         if handlers:
             header["handlers"] = sorted(handlers)
+        modes = sorted(set(elicitation_modes))
+        if modes != ["form"]:  # the default is not written: older recordings stay the same
+            header["elicitation_modes"] = modes
         write(_line(header))
 
     def record(self, event: Event) -> None:
@@ -237,13 +245,14 @@ def read_recording(lines: Iterable[str]) -> tuple[Spec, list[Event]]:
     version, or a line that is not a valid event; ``InvalidSpec`` if the header's spec is
     refused.
     """
-    spec, _handlers, events = _read(lines)
+    spec, _handlers, _modes, events = _read(lines)
     return spec, events
 
 
-def _read(lines: Iterable[str]) -> tuple[Spec, tuple[str, ...], list[Event]]:
+def _read(lines: Iterable[str]) -> tuple[Spec, tuple[str, ...], tuple[str, ...], list[Event]]:
     spec: Spec | None = None
     handlers: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ("form",)
     events: list[Event] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -260,6 +269,12 @@ def _read(lines: Iterable[str]) -> tuple[Spec, tuple[str, ...], list[Event]]:
             if not isinstance(listed, list) or not all(isinstance(h, str) for h in listed):
                 raise ValueError('the recording header\'s "handlers" must be a list of names')
             handlers = tuple(listed)
+            listed = data.get("elicitation_modes", ["form"])
+            if not isinstance(listed, list) or not all(isinstance(m, str) for m in listed):
+                raise ValueError(
+                    'the recording header\'s "elicitation_modes" must be a list of names'
+                )
+            modes = tuple(listed)
             continue
         try:
             events.append(decode_event(data))
@@ -267,7 +282,7 @@ def _read(lines: Iterable[str]) -> tuple[Spec, tuple[str, ...], list[Event]]:
             raise ValueError(f"recording line {number}: {exc}") from None
     if spec is None:
         raise ValueError("the recording is empty: no header line")
-    return spec, handlers, events
+    return spec, handlers, modes, events
 
 
 def _read_header(data: Mapping[str, object]) -> Spec:
@@ -294,11 +309,11 @@ def replay_lines(
     ``machine`` builds the machine from the header's spec (default: ``SessionMachine``).
     Raises as ``read_recording`` does.
     """
-    spec, handlers, events = _read(lines)
+    spec, handlers, modes, events = _read(lines)
     if machine is None:
         from ._machine import SessionMachine  # lazily: the machine imports this package
 
-        session: _Machine = SessionMachine(spec, handlers=handlers)
+        session: _Machine = SessionMachine(spec, handlers=handlers, elicitation_modes=modes)
     else:
         session = machine(spec)
     actions: list[Action] = []

@@ -17,7 +17,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import TracebackType
@@ -33,6 +33,7 @@ from mcp_core import (
     Close,
     CloseStdin,
     Connect,
+    ElicitationComplete,
     Event,
     HandleServerRequest,
     ListTools,
@@ -57,6 +58,7 @@ from mcp_core import (
 )
 
 from ._http import HttpEvent, HttpExecutor
+from ._otel import end_call_span, start_call_span
 from ._process import ProcessSlot
 
 __all__ = ["Client"]
@@ -95,14 +97,19 @@ class Client:
         wait: bool = True,
         record: str | os.PathLike[str] | None = None,
         elicitation: Handler | None = None,
+        elicitation_modes: Iterable[str] = ("form",),
+        elicitation_complete: CompletionCallback | None = None,
         sampling: Handler | None = None,
         roots: Handler | None = None,
         **fields: Any,
     ) -> None:
-        """Raises ``InvalidSpec`` for a refused spec; nothing is started."""
+        """Raises ``InvalidSpec`` for a refused spec, ``ValueError`` for impossible
+        ``elicitation_modes``; nothing is started. See ``Handler`` and
+        ``CompletionCallback`` for the handlers."""
         self._spec = Spec.build(spec, **fields)
         self._wait = wait
         self._record_path = record
+        self._elicitation_complete = elicitation_complete
         # Only a feature with a handler is declared to the server (SPEC §9).
         given = {
             "elicitation/create": elicitation,
@@ -114,6 +121,7 @@ class Client:
             self._spec,
             era_cache=_ERA_CACHE,
             handlers=[HANDLED_REQUESTS[method] for method in self._handlers],
+            elicitation_modes=elicitation_modes,
         )
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)  # the timer waits on it
@@ -157,7 +165,10 @@ class Client:
             if self._record_path is not None:  # an OSError here leaves the client unstarted
                 self._record_file = open(self._record_path, "w", encoding="utf-8")  # noqa: SIM115
                 self._recorder = Recorder(
-                    self._spec, self._record_file.write, handlers=self._machine.handlers
+                    self._spec,
+                    self._record_file.write,
+                    handlers=self._machine.handlers,
+                    elicitation_modes=self._machine.elicitation_modes,
                 )
             self._state = "running"
             self._timer = threading.Thread(
@@ -211,9 +222,16 @@ class Client:
 
     # --- calls ---------------------------------------------------------------------------
 
-    def await_ready(self, timeout: float = 60.0) -> Status:
-        """Wait until the session is ready; raises ``ConnectFailed``/``NotReady`` on timeout."""
-        value = self._call(lambda t: AwaitReady(now=time.monotonic(), ticket=t, timeout=timeout))
+    def await_ready(self, timeout: float = 60.0, *, fail_fast: bool | None = None) -> Status:
+        """Wait until the session is ready; raises ``ConnectFailed`` or ``NotReady`` if not
+        by ``timeout``. ``fail_fast`` decides this wait only: True raises ``ConnectFailed`` at
+        the first failed attempt (the client keeps retrying), False waits through retries,
+        None follows the spec's ``fail_fast``."""
+        value = self._call(
+            lambda t: AwaitReady(
+                now=time.monotonic(), ticket=t, timeout=timeout, fail_fast=fail_fast
+            )
+        )
         assert isinstance(value, Status)
         return value
 
@@ -238,20 +256,30 @@ class Client:
         thread for each progress notification; its exceptions are logged. A priced tool
         (the spec's ``prices``) needs ``reservation=`` from your ``SpendGate`` (else
         ``UnmeteredCall``, nothing sent); the client commits it once the request is sent and
-        releases it if the call fails before that (SPEC §10)."""
-        value = self._call(
-            lambda t: CallTool(
-                now=time.monotonic(),
-                ticket=t,
-                name=name,
-                arguments=arguments,
-                timeout=timeout,
-                progress=progress is not None,
-                reservation=self._hold(t, reservation),
-            ),
-            progress=progress,
-        )
+        releases it if the call fails before that (SPEC §10). With OpenTelemetry configured,
+        the call is a client span and its trace context goes in ``_meta`` (``_otel.py``)."""
+        meta, span = start_call_span(self.name, name, self._spec.transport)
+        try:
+            value = self._call(
+                lambda t: CallTool(
+                    now=time.monotonic(),
+                    ticket=t,
+                    name=name,
+                    arguments=arguments,
+                    timeout=timeout,
+                    progress=progress is not None,
+                    reservation=self._hold(t, reservation),
+                    meta=meta,
+                ),
+                progress=progress,
+            )
+        except BaseException as exc:
+            if span is not None:
+                end_call_span(span, error=exc)
+            raise
         assert isinstance(value, CallToolResult)
+        if span is not None:
+            end_call_span(span, value)
         return value
 
     def _hold(self, ticket: int, reservation: Reservation | None) -> dict[str, Any] | None:
@@ -382,6 +410,8 @@ class Client:
                 level = logging.getLevelNamesMapping().get(action.level, logging.WARNING)
                 log = logging.getLogger(action.logger).log
                 later.append(partial(log, level, "%s", action.message))
+            elif isinstance(action, ElicitationComplete):
+                later.append(partial(self._completed, action.elicitation_id))
             else:
                 raise TypeError(f"unknown action {action!r}")
         deadline = self._machine.next_deadline()
@@ -390,6 +420,17 @@ class Client:
         if deadline is not None and (self._armed is None or deadline < self._armed):
             self._wake.notify()
         return later
+
+    def _completed(self, elicitation_id: str) -> None:
+        """Tell the application a URL elicitation is complete (in the thread that read the
+        notification, outside the lock); without a callback, log it."""
+        if self._elicitation_complete is None:
+            _log.info("server %r completed URL elicitation %r", self.name, elicitation_id)
+            return
+        try:
+            self._elicitation_complete(elicitation_id)
+        except Exception:
+            _log.exception("the elicitation_complete callback raised")
 
     def _answer_in_thread(self, handler: Handler, action: HandleServerRequest) -> None:
         # The handler may block on a person: it runs in its own thread, never under the lock.
@@ -445,7 +486,20 @@ Handler = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 ``{"action": "accept", "content": {...}}``; ``sampling=`` gets ``sampling/createMessage`` and
 returns a CreateMessageResult; ``roots=`` gets ``roots/list`` and returns ``{"roots": [...]}``.
 It runs in a thread of its own and may block (e.g. to ask a person). An exception becomes a
--32603 answer."""
+-32603 answer.
+
+With ``elicitation_modes=("form", "url")`` the elicitation handler also gets URL-mode requests
+(``mode`` ``"url"``, ``url``, ``elicitationId``, ``message``; 2025-11-25): show the user the
+URL's host and message, open the URL only with their consent (never fetch it yourself), and
+return ``{"action": "accept"}`` (consent given; the interaction itself happens out of band),
+``"decline"`` or ``"cancel"``."""
+
+CompletionCallback = Callable[[str], object]
+"""``elicitation_complete=``: called with the ``elicitationId`` of a URL elicitation the server
+reports complete (``notifications/elicitation/complete``), only for one this client was asked
+for, once; e.g. to retry a call that raised ``UrlElicitationRequired``. It runs in a driver
+thread and should return quickly; its exceptions are logged. Without one, the completion is
+logged at INFO."""
 
 
 def _answer(handler: Handler, action: HandleServerRequest) -> ServerRequestAnswered:

@@ -5,13 +5,12 @@ every ready server's tools under namespaced names ``mcp__<server>__<tool>`` and 
 back to its server under the tool's own name. One bad server never blocks or breaks the others:
 its ``Status`` says why it is down and a call to it raises that server's own error.
 
-The naming rules are the core's (``mcp_core.ToolTable``); ``plan_group`` (turning specs into
-clients and refusals) is shared with ``mcp_asyncio``.
+The naming rules (``mcp_core.ToolTable``) and the reading of specs into clients to build and
+refusals (``mcp_core.plan_group``) are the core's, shared with ``mcp_asyncio``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import logging
 import threading
@@ -19,141 +18,28 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from types import MappingProxyType, TracebackType
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
 from mcp_core import (
     CallToolResult,
-    ConnectFailed,
+    GroupSpecs,
     McpError,
-    Spec,
     Status,
     Tool,
-    ToolTable,
+    down_error,
+    plan_group,
 )
 
 from ._client import Client
 
-__all__ = ["ClientGroup", "LoadedConfigLike", "plan_group"]
+__all__ = ["ClientGroup"]
 
-
-class LoadedConfigLike(Protocol):
-    """What ``mcp_core.load_config`` returns: the servers that loaded, and why others did not."""
-
-    @property
-    def servers(self) -> Mapping[str, Spec]: ...
-
-    @property
-    def skipped(self) -> Mapping[str, str]: ...
-
-
-GroupSpecs = Mapping[str, Spec | Mapping[str, Any]] | LoadedConfigLike
-
-
-C = TypeVar("C")
-
-
-@dataclasses.dataclass(slots=True)
-class GroupPlan(Generic[C]):
-    """What a group holds once its specs were read: one client per accepted server, the
-    status of each refused one, the naming table and the longest ``init_timeout``."""
-
-    order: tuple[str, ...]
-    clients: dict[str, C]
-    down: dict[str, Status]
-    table: ToolTable
-    init_timeout: float
-
-
-def plan_group(
-    specs: GroupSpecs, options: Mapping[str, Any], client_type: Callable[..., C]
-) -> GroupPlan[C]:
-    """Build a client (not started) for every server of ``specs``.
-
-    ``options`` are given to every client: keywords of ``client_type`` as they are, spec fields
-    on top of each server's spec. A server whose spec is refused (``InvalidSpec``) or whose
-    client cannot be built (any ``McpError``), a config entry that was skipped, and a server
-    whose name cannot be namespaced become a ``closed`` Status whose ``last_error`` says why.
-    Raises ``TypeError`` only for the caller's own mistakes: an unknown option, a ``name`` or
-    ``record`` option, ``specs`` of the wrong type or a server name that is not a string.
-    """
-    if "record" in options:
-        raise TypeError(
-            "ClientGroup() takes no record=: every client would write the same file; "
-            "record one server with a Client of its own"
-        )
-    keywords = frozenset(
-        p.name
-        for p in inspect.signature(client_type).parameters.values()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY
-    ) - {"wait", "record"}
-    fields = frozenset(f.name for f in dataclasses.fields(Spec)) - {"name"}
-    unknown = sorted(set(options) - keywords - fields)
-    if unknown:
-        raise TypeError(
-            f"ClientGroup() got unknown option(s) {', '.join(unknown)}: give keywords of "
-            f"Client ({', '.join(sorted(keywords))}) or spec fields; each server is named by "
-            f"its key"
-        )
-    spec_options = {k: v for k, v in options.items() if k in fields}
-    client_options = {k: v for k, v in options.items() if k in keywords}
-    entries, skipped = _entries(specs)
-    order = (*entries, *(name for name in skipped if name not in entries))
-    table = ToolTable(order)
-    plan: GroupPlan[C] = GroupPlan(order, {}, {}, table, 0.0)
-    for name, reason in skipped.items():
-        if name not in entries:
-            plan.down[name] = refused_status(name, reason, None)
-    for name, entry in entries.items():
-        try:
-            if name in table.unnamed:
-                raise _Refused(table.unnamed[name])
-            if isinstance(entry, Spec):
-                spec = Spec.build(entry, **spec_options)
-            elif isinstance(entry, Mapping):
-                spec = Spec.build({"name": name, **entry}, **spec_options)
-            else:
-                raise _Refused(
-                    f"a server entry must be a Spec or a mapping, got {type(entry).__name__}"
-                )
-            plan.clients[name] = client_type(spec, wait=False, **client_options)
-            plan.init_timeout = max(plan.init_timeout, spec.init_timeout)
-        except (McpError, _Refused) as exc:
-            plan.down[name] = refused_status(name, str(exc), entry)
-    return plan
-
-
-class _Refused(Exception):
-    """A server entry the group itself cannot use (not a spec-level problem)."""
-
-
-def _entries(specs: GroupSpecs) -> tuple[dict[str, object], dict[str, str]]:
-    if isinstance(specs, Mapping):
-        entries: dict[str, object] = dict(specs)
-        skipped: dict[str, str] = {}
-    elif hasattr(specs, "servers") and hasattr(specs, "skipped"):
-        entries = dict(specs.servers)
-        skipped = dict(specs.skipped)
-    else:
-        raise TypeError(
-            f"ClientGroup() needs a mapping of server name to spec or a loaded config, "
-            f"got {type(specs).__name__}"
-        )
-    for name in (*entries, *skipped):
-        if not isinstance(name, str):
-            raise TypeError(f"server names must be strings, got {name!r}")
-    return entries, skipped
-
-
-def refused_status(name: str, reason: str, entry: object) -> Status:
-    """The ``closed`` Status of a server the group did not start, ``last_error`` = why."""
-    transport = concurrency = "unknown"
-    if isinstance(entry, Spec):
-        transport, concurrency = entry.transport, entry.default_concurrency(None)
-    elif isinstance(entry, Mapping):
-        transport = "http" if "url" in entry else "stdio" if "command" in entry else "unknown"
-    return Status(
-        name=name, state="closed", transport=transport, concurrency=concurrency, last_error=reason
-    )
+# The keywords a group passes on to every client as they are (the rest are spec fields).
+_CLIENT_KEYWORDS = frozenset(
+    p.name
+    for p in inspect.signature(Client).parameters.values()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+)
 
 
 # --- the blocking group ------------------------------------------------------------------------
@@ -176,18 +62,37 @@ class ClientGroup:
     each server's own. A server refused here is reported by ``status()``, never raised;
     ``TypeError`` only for an unknown option or ``specs`` of the wrong type.
 
+    ``fail_fast=True`` makes the group's readiness waits (the ``with`` block's and
+    ``await_ready``'s) stop waiting for a server as soon as a connect attempt of it fails: a
+    crash-looping server then costs one attempt, not the whole deadline, and keeps retrying
+    in the background (its Status shows ``last_error`` and ``retry_in``; a later call works
+    once it is up). It is a choice of the group's waits, not of the clients: each client's own
+    ``await_ready`` keeps its spec's ``fail_fast``. With ``fail_fast=False`` (the default) the
+    group waits for each server as its spec says, so a server whose spec has ``fail_fast`` is
+    still given up on at its first failure.
+
     Tool names are ``mcp__<server>__<tool>`` (see ``ToolTable``); the key of a server in
     ``specs`` is its name there, in ``status()`` and in ``clients``.
     """
 
-    def __init__(self, specs: GroupSpecs, /, *, wait: bool = True, **client_options: Any) -> None:
-        plan = plan_group(specs, client_options, Client)
+    def __init__(
+        self,
+        specs: GroupSpecs,
+        /,
+        *,
+        wait: bool = True,
+        fail_fast: bool = False,
+        **client_options: Any,
+    ) -> None:
+        plan = plan_group(specs, client_options, client_keywords=_CLIENT_KEYWORDS)
         self._order = plan.order
-        self._clients = plan.clients
-        self._down = plan.down
+        self._clients, self._down = plan.build(
+            lambda spec: Client(spec, wait=False, **plan.client_options)
+        )
         self._table = plan.table
         self._init_timeout = plan.init_timeout
         self._wait = wait
+        self._fail_fast = fail_fast
         for name, status in self._down.items():
             _server_log(name).warning("server %r is not started: %s", name, status.last_error)
         self._lock = threading.Lock()  # guards the table
@@ -243,19 +148,25 @@ class ClientGroup:
 
     # --- calls -----------------------------------------------------------------------------
 
-    def await_ready(self, timeout: float = 60.0) -> dict[str, Status]:
+    def await_ready(
+        self, timeout: float = 60.0, *, fail_fast: bool | None = None
+    ) -> dict[str, Status]:
         """Wait until every server is ready or the shared deadline ``timeout`` s from now has
         passed, and return every server's status. A server that failed (for good, or still
         retrying at the deadline) shows it in its Status: nothing is raised for it.
-        ``ValueError`` for a negative timeout."""
+        ``fail_fast`` (default: the group's) True stops waiting for a server at its first
+        failed attempt; False leaves it to each server's spec. ``ValueError`` for a negative
+        timeout."""
         if timeout < 0:
             raise ValueError("timeout must be >= 0")
+        # True decides every client's wait; otherwise each spec's fail_fast does (None).
+        quick = True if (self._fail_fast if fail_fast is None else fail_fast) else None
         deadline = time.monotonic() + timeout
         # One after the other against the same deadline: every client connects in the
         # background meanwhile, so this waits no longer than waiting for all at once.
         for name, client in self._clients.items():
             try:
-                client.await_ready(max(0.0, deadline - time.monotonic()))
+                client.await_ready(max(0.0, deadline - time.monotonic()), fail_fast=quick)
             except McpError as exc:
                 _server_log(name).debug("server %r is not ready: %s", name, exc)
         return self.status()
@@ -344,11 +255,6 @@ class ClientGroup:
             if route is None:
                 raise self._table.unknown(name)
         return route
-
-
-def down_error(status: Status) -> ConnectFailed:
-    """The error a call to a server refused at construction raises: it will never connect."""
-    return ConnectFailed(status.last_error or "the server was not started", permanent=True)
 
 
 def _all_at_once(calls: list[Callable[[], None]]) -> None:

@@ -61,9 +61,9 @@ class Harness:
         self.feed(core.ListTools(now=self.now, ticket=t, **kw))
         return t
 
-    def await_ready(self, timeout: float = 60.0) -> int:
+    def await_ready(self, timeout: float = 60.0, **kw: Any) -> int:
         t = self.ticket()
-        self.feed(core.AwaitReady(now=self.now, ticket=t, timeout=timeout))
+        self.feed(core.AwaitReady(now=self.now, ticket=t, timeout=timeout, **kw))
         return t
 
     def close(self) -> int:

@@ -23,6 +23,9 @@ ERRORS = [
     core.HttpError(401, 'Bearer resource_metadata="x"'),
     core.JsonRpcError(-32602, "Unknown tool", {"x": 1}),
     core.InvalidResponse("tools/call", "content is not a list"),
+    core.UrlElicitationRequired(
+        "needs auth", ({"mode": "url", "elicitationId": "e", "url": "https://x/", "message": "m"},)
+    ),
     core.UnmeteredCall("buy", "reservation already used"),
     core.UnmeteredCall("buy"),
     core.UnknownTool("mcp__fs__nope", "did you mean mcp__fs__read_file?"),

@@ -238,6 +238,50 @@ def test_fail_fast_answers_waiters_at_each_failure_and_new_ones_at_once() -> Non
     assert len(h.of(core.Spawn)) == 2
 
 
+def test_fail_fast_per_wait_overrides_the_spec_for_that_wait_only() -> None:
+    # A group waits fail-fast on clients whose own spec waits through retries (issue 5).
+    h = Harness(era="legacy", reconnect=1.0)
+    h.feed(core.Connect(now=0.0))
+    quick, patient = h.await_ready(fail_fast=True), h.await_ready()
+    cancelled, expires = h.await_ready(fail_fast=True), h.await_ready(2.0, fail_fast=True)
+    h.feed(core.CancelCall(now=h.now, ticket=cancelled))
+    h.advance(2.0)
+    assert isinstance(h.error(expires), core.NotReady)
+    h.spawned()
+    h.answer_error(h.last_request("initialize")["id"], -32603, "boom")
+    err = h.error(quick)
+    assert isinstance(err, core.ConnectFailed) and "boom" in str(err) and not err.permanent
+    assert patient not in h.replies and cancelled not in h.replies
+    h.exited(1)
+    assert h.machine.state == "closed" and h.machine.status(h.now).retry_in is not None
+    # Closed after a failure: a fail-fast wait is answered at once, a plain one waits.
+    assert isinstance(h.error(h.await_ready(fail_fast=True)), core.ConnectFailed)
+    h.fire_due()  # the retry starts: a fail-fast wait now waits for that attempt
+    again = h.await_ready(fail_fast=True)
+    assert again not in h.replies
+    h.spawned()
+    h.answer(h.last_request("initialize")["id"], {"protocolVersion": "2025-11-25"})
+    assert h.result(patient).state == "ready" and h.result(again).state == "ready"
+    assert h.machine.next_deadline() is None
+
+
+def test_fail_fast_false_per_wait_waits_through_retries_despite_the_spec() -> None:
+    h = Harness(era="legacy", fail_fast=True)
+    h.feed(core.Connect(now=0.0))
+    patient, quick = h.await_ready(fail_fast=False), h.await_ready()
+    h.spawned()
+    h.answer_error(h.last_request("initialize")["id"], -32603, "boom")
+    assert isinstance(h.error(quick), core.ConnectFailed)
+    assert patient not in h.replies
+    h.exited(1)
+    late = h.await_ready(fail_fast=False)
+    assert late not in h.replies
+    h.fire_due()
+    h.spawned()
+    h.answer(h.last_request("initialize")["id"], {"protocolVersion": "2025-11-25"})
+    assert h.result(patient).state == h.result(late).state == "ready"
+
+
 def test_missing_executable_is_permanent_and_answered_at_once() -> None:
     h = Harness()
     h.feed(core.Connect(now=0.0))

@@ -66,33 +66,50 @@ def spy(
     method: str,
     before: Callable[..., Any],
     after: Callable[[str], Any] | None = None,
+    outcome: Callable[[str, object], Any] | None = None,
 ) -> list[Any]:
     """Wrap ``method`` of every client of ``group``; record ``before(name, *args)`` as each call
-    starts (and ``after(name)`` as it returns). Counts and order, never durations."""
+    starts (and ``after(name)`` as it returns, ``outcome(name, value or exception)`` as it
+    ends). Counts and order, never durations."""
     seen: list[Any] = []
     inner = group.aio if group.aio is not None else group.sync
     assert inner is not None
+
+    def ended(name: str, result: object) -> None:
+        if outcome is not None:
+            seen.append(outcome(name, result))
+
     for name, client in inner.clients.items():
         original = getattr(client, method)
         if group.aio is not None:
 
-            async def wrapped(*args: Any, _o: Any = original, _n: str = name) -> Any:
+            async def wrapped(*args: Any, _o: Any = original, _n: str = name, **kw: Any) -> Any:
                 seen.append(before(_n, *args))
                 try:
-                    return await _o(*args)
+                    value = await _o(*args, **kw)
+                except Exception as exc:
+                    ended(_n, exc)
+                    raise
                 finally:
                     if after is not None:
                         seen.append(after(_n))
+                ended(_n, value)
+                return value
 
         else:
 
-            def wrapped(*args: Any, _o: Any = original, _n: str = name) -> Any:  # type: ignore[misc]
+            def wrapped(*args: Any, _o: Any = original, _n: str = name, **kw: Any) -> Any:  # type: ignore[misc]
                 seen.append(before(_n, *args))
                 try:
-                    return _o(*args)
+                    value = _o(*args, **kw)
+                except Exception as exc:
+                    ended(_n, exc)
+                    raise
                 finally:
                     if after is not None:
                         seen.append(after(_n))
+                ended(_n, value)
+                return value
 
         setattr(client, method, wrapped)
     return seen
@@ -131,8 +148,8 @@ class Group:
             assert self.sync is not None
             await anyio.to_thread.run_sync(self.sync.__exit__, None, None, None)
 
-    async def await_ready(self, timeout: float = 60.0) -> dict[str, core.Status]:
-        result: dict[str, core.Status] = await self._run("await_ready", timeout)
+    async def await_ready(self, timeout: float = 60.0, **kw: Any) -> dict[str, core.Status]:
+        result: dict[str, core.Status] = await self._run("await_ready", timeout, **kw)
         return result
 
     async def list_tools(self, **kw: Any) -> list[core.Tool]:
@@ -258,6 +275,52 @@ async def test_await_ready_has_one_shared_deadline(driver: str) -> None:
             assert len(names) == 10 and all(n.startswith("mcp__fault__") for n in names)
             with pytest.raises(core.NotReady):
                 await group.call_tool("mcp__quiet1__anything")
+
+
+def _kind(name: str, result: object) -> tuple[str, str]:
+    return name, type(result).__name__
+
+
+@pytest.mark.anyio
+async def test_fail_fast_group_stops_waiting_for_a_crash_looping_server(driver: str) -> None:
+    # No spec has fail_fast and init_timeout is 60 s: only the group's fail_fast ends the wait
+    # for "crashes" (fail_after(30) fails the test otherwise). Outcomes, never durations.
+    specs = {
+        "fault": stdio(fault_server_argv()),
+        "crashes": stdio(fault_server_argv("--exit-on-start", "3"), reconnect=0.2),
+    }
+    with anyio.fail_after(30):
+        group = Group(driver, specs, fail_fast=True)
+        waits = spy(group, "await_ready", lambda name, timeout: ("wait", name), outcome=_kind)
+        async with group:
+            # Each server's wait ended on its own terms: ready, or its failed attempt
+            # (ConnectFailed), never the shared deadline (NotReady).
+            assert sorted(waits) == [
+                ("crashes", "ConnectFailed"),
+                ("fault", "Status"),
+                ("wait", "crashes"),
+                ("wait", "fault"),
+            ], waits
+            status = group.status()
+            assert status["fault"].state == "ready"
+            crashes = status["crashes"]
+            assert crashes.state != "ready" and "code 3" in (crashes.last_error or "")
+            # Given up on by the wait only: the client goes on retrying in the background.
+            assert crashes.retry_in is not None or crashes.state != "closed", crashes
+            assert (await group.call_tool("mcp__fault__echo", {"text": "up"})).text == "up"
+
+            # fail_fast=False for one wait: the crashing server holds it to its deadline.
+            waits.clear()
+            status = await group.await_ready(0.5, fail_fast=False)
+            assert sorted(waits)[:2] == [("crashes", "NotReady"), ("fault", "Status")], waits
+            assert "code 3" in (status["crashes"].last_error or "")
+            # The client's own await_ready keeps its spec (no fail_fast): it waits.
+            with pytest.raises(core.NotReady, match="still retrying after"):
+                inner = group.clients["crashes"]
+                if group.aio is not None:
+                    await inner.await_ready(0.3)
+                else:
+                    await anyio.to_thread.run_sync(inner.await_ready, 0.3)
 
 
 @pytest.mark.anyio

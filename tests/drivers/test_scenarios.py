@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -381,6 +382,62 @@ async def test_server_requests_reach_the_handlers(driver: str) -> None:
         listed = await c.call_tool("get-roots-list")
         assert "file:///tmp/project" in listed.text
     assert {"sampling", "elicitation", "roots"} <= set(asked)
+
+
+async def test_url_elicitation_against_the_official_sdk(driver: str) -> None:
+    # 2025-11-25 URL mode: the handler gets the URL, the server reports completion, and a
+    # -32042 error arrives as a typed error carrying the elicitations.
+    asked: list[tuple[str, str, str]] = []
+    completed: list[str] = []
+    done = threading.Event()
+
+    def elicitation(params: dict) -> dict:
+        asked.append((params["mode"], params["elicitationId"], params["url"]))
+        return {"action": "accept"}
+
+    def elicitation_complete(elicitation_id: str) -> None:
+        completed.append(elicitation_id)
+        done.set()
+
+    async with client(
+        driver,
+        py_server_argv(),
+        era="legacy",
+        elicitation=elicitation,
+        elicitation_modes=("form", "url"),
+        elicitation_complete=elicitation_complete,
+    ) as c:
+        assert (await c.call_tool("connect_account")).text == "accept"
+        assert asked == [
+            ("url", "py-connect-1", "https://auth.example.com/connect?state=py-state-1")
+        ]
+        assert await anyio.to_thread.run_sync(done.wait, 10)
+        with pytest.raises(core.UrlElicitationRequired) as info:
+            await c.call_tool("needs_connection")
+        [needed] = info.value.elicitations
+        assert needed["elicitationId"] == "py-connect-2" and "state=py-state-2" in needed["url"]
+        assert "https://" not in str(info.value) and "1 URL elicitation" in str(info.value)
+        # form mode still works next to URL mode
+        asked.clear()
+        assert (await c.call_tool("echo", {"text": "x"})).text == "x"
+    assert completed == ["py-connect-1"]
+
+
+async def test_url_elicitation_not_opted_in_is_refused(driver: str) -> None:
+    asked: list[dict] = []
+
+    def elicitation(params: dict) -> dict:
+        asked.append(params)
+        return {"action": "accept"}
+
+    async with client(driver, py_server_argv(), era="legacy", elicitation=elicitation) as c:
+        try:
+            result = await c.call_tool("connect_account")
+        except core.JsonRpcError:
+            pass  # the SDK passes our -32602 on as the tool's error
+        else:
+            assert result.is_error, result
+    assert asked == []
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])

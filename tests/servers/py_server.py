@@ -14,6 +14,10 @@ Tools:
   fail() -> a result with isError true
   greet() -> "hello <name>", the name asked of the client (elicitation): in the 2026-07-28 era
             through an input_required round, in the legacy era as an elicitation/create request
+  connect_account() -> the client's action on a URL-mode elicitation (legacy era, 2025-11-25);
+            on "accept" the server sends notifications/elicitation/complete before answering
+  needs_connection() -> always the error -32042 (URLElicitationRequiredError) naming one URL
+            elicitation, id "py-connect-2"
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp_types import ElicitRequestURLParams
 from pydantic import BaseModel
 
 server: MCPServer = MCPServer("py-test-server", version="1", log_level="WARNING")
@@ -68,6 +74,34 @@ def ask_name() -> Elicit[Name]:
 def greet(person: Annotated[Name, Resolve(ask_name)]) -> str:
     """Greet whoever the client says it is."""
     return f"hello {person.name}"
+
+
+# The URLs carry a query, as real ones do (a state parameter): the client must pass them on
+# untouched and never write them into its own error messages.
+CONNECT_URL = "https://auth.example.com/connect?state=py-state-1"
+
+
+@server.tool()
+async def connect_account(ctx: Context) -> str:
+    """Ask the user (URL mode) to connect an account; report completion if they accept."""
+    result = await ctx.elicit_url("Connect your Example account", CONNECT_URL, "py-connect-1")
+    if result.action == "accept":
+        await ctx.request_context.session.send_elicit_complete("py-connect-1")
+    return result.action
+
+
+@server.tool()
+def needs_connection() -> str:
+    """Refuse with -32042 until the user completes a URL elicitation (never, here)."""
+    raise UrlElicitationRequiredError(
+        [
+            ElicitRequestURLParams(
+                message="Authorization is required for your Example files",
+                url="https://auth.example.com/connect?state=py-state-2",
+                elicitation_id="py-connect-2",
+            )
+        ]
+    )
 
 
 if __name__ == "__main__":

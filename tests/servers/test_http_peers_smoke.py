@@ -267,7 +267,10 @@ def test_py_http_server_legacy_modes(
     assert header(init, "content-type") == content_type
     assert (mcp.session is not None) is has_session
     assert mcp.version == LEGACY
-    assert mcp.tool_names() == {"echo", "add", "slow", "fail", "greet", "ask"}
+    assert mcp.tool_names() == {
+        *("echo", "add", "slow", "fail", "greet", "ask"),
+        *("connect_account", "needs_connection"),
+    }
     assert text_of(mcp.call("echo", {"text": "hi"})) == "hi"
     assert mcp.call("add", {"a": 2, "b": 3})["structuredContent"] == {"result": 5}
     assert mcp.call("fail", {})["isError"] is True

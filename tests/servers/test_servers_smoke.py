@@ -165,7 +165,10 @@ def test_py_server_legacy_handshake_and_tools(spawn: Spawn, py_server_argv: Argv
     init = peer.initialize()["result"]
     assert init["protocolVersion"] == LEGACY_VERSION
     assert init["serverInfo"]["name"] == "py-test-server"
-    assert set(peer.list_tool_names()) == {"echo", "add", "slow", "fail", "greet"}
+    assert set(peer.list_tool_names()) == {
+        *("echo", "add", "slow", "fail", "greet"),
+        *("connect_account", "needs_connection"),
+    }
     assert text_of(peer.call("echo", {"text": "hi"})) == "hi"
     assert peer.call("add", {"a": 2, "b": 3})["structuredContent"] == {"result": 5}
     failed = peer.call("fail")
