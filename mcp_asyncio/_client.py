@@ -4,11 +4,13 @@ Everything enters through ``_feed(event)``, which is synchronous: it records the
 ``machine.handle`` and performs each action without awaiting. Work that needs awaiting runs in
 tasks of the client's task group: one ``ProcessSlot.run`` per spawned process (its writer and
 readers inside) and one timer task re-armed to ``machine.next_deadline()`` after every feed.
-Callers wait on an ``anyio.Event`` per ticket. There is no protocol decision here (SPEC §2).
+Callers wait on one ``_Waiter`` per ticket (a bare future on asyncio). There is no protocol
+decision here (SPEC §2).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import inspect
 import itertools
@@ -85,10 +87,35 @@ def _now() -> float:
 
 @dataclasses.dataclass(slots=True)
 class _Waiter:
+    """A caller waiting for the ``Reply`` to its ticket.
+
+    On asyncio the wait is a bare future of the running loop: an ``anyio.Event`` per call cost
+    a backend lookup, an ``asyncio.Event`` and its own future (bench/results/REPORT.md). Trio
+    waits on anyio's event. Cancelling the waiting task cancels the future; a reply that comes
+    later is dropped by ``_perform`` (the waiter was removed first).
+    """
+
     ticket: int
-    done: anyio.Event
-    progress: ProgressCallback | None = None
+    progress: ProgressCallback | None
+    future: asyncio.Future[None] | None
+    event: anyio.Event | None = None
     reply: Reply | None = None
+
+    def set(self, reply: Reply) -> None:
+        self.reply = reply
+        if self.future is not None:
+            if not self.future.done():
+                self.future.set_result(None)
+        else:
+            assert self.event is not None
+            self.event.set()
+
+    async def wait(self) -> None:
+        if self.future is not None:
+            await self.future
+        else:
+            assert self.event is not None
+            await self.event.wait()
 
 
 class Client:
@@ -148,6 +175,7 @@ class Client:
         self._deadline_changed: anyio.Event | None = None
         self._armed: float | None = None  # the deadline the timer task sleeps until
         self._host_scope: anyio.CancelScope | None = None  # made in start(): needs a loop
+        self._loop: asyncio.AbstractEventLoop | None = None  # set on asyncio (see _Waiter)
 
     @property
     def name(self) -> str:
@@ -173,6 +201,10 @@ class Client:
         if self._phase == "stopped":
             raise NotReady("closed")
         _protect_background_tasks()
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:  # trio
+            self._loop = None
         self._host_scope = anyio.CancelScope(shield=True)
         stack = AsyncExitStack()
         try:
@@ -214,7 +246,7 @@ class Client:
             try:
                 waiter = self._submit(lambda ticket: Close(now=_now(), ticket=ticket))
                 with anyio.move_on_after(3 * self._spec.shutdown_grace + _CLOSE_MARGIN):
-                    await waiter.done.wait()
+                    await waiter.wait()
             finally:
                 self._phase = "stopped"  # from here on late events are dropped, not fed
                 self._recorder = None  # its file closes once the task group has ended
@@ -343,7 +375,7 @@ class Client:
             raise NotReady("closed")
         waiter = self._submit(make, progress)
         try:
-            await waiter.done.wait()
+            await waiter.wait()
         except BaseException:
             if self._waiters.pop(waiter.ticket, None) is not None:
                 # Gave up before the answer: the machine drops the work and sends no reply.
@@ -359,7 +391,11 @@ class Client:
     ) -> _Waiter:
         ticket = next(self._tickets)
         event = make(ticket)  # may raise ValueError for a bad timeout; nothing registered yet
-        waiter = self._waiters[ticket] = _Waiter(ticket, anyio.Event(), progress)
+        if self._loop is not None:
+            waiter = _Waiter(ticket, progress, self._loop.create_future())
+        else:
+            waiter = _Waiter(ticket, progress, None, anyio.Event())
+        self._waiters[ticket] = waiter
         self._feed(event)
         return waiter
 
@@ -394,8 +430,7 @@ class Client:
                 self._reservations.pop(action.ticket, None)  # never settled: not ours
                 waiter = self._waiters.pop(action.ticket, None)
                 if waiter is not None:
-                    waiter.reply = action
-                    waiter.done.set()
+                    waiter.set(action)
             case Spawn():
                 slot = self._slots[action.slot] = ProcessSlot(action.slot, self._feed_from, _now)
                 assert self._tasks is not None
