@@ -218,6 +218,7 @@ class Client:
                     file.write,
                     handlers=self._machine.handlers,
                     elicitation_modes=self._machine.elicitation_modes,
+                    known_era=self._machine.known_era,
                 )
             host = await stack.enter_async_context(anyio.create_task_group())
             stack.push_async_callback(self._shutdown)

@@ -260,7 +260,9 @@ class SessionMachine:
 
     ``era_cache`` maps a server key (the command line) to the era verdict ('legacy' or
     'modern') of an earlier probe; pass the same mapping to every machine of a process so a
-    server is probed once (SPEC §5). The machine only reads and writes keys in it.
+    server is probed once (SPEC §5). The machine reads its key once, when it is built (the
+    verdict it starts from is ``known_era``, which a recording keeps so that a replay starts
+    from the same one), and writes the verdicts it learns.
     """
 
     def __init__(
@@ -270,6 +272,7 @@ class SessionMachine:
         era_cache: MutableMapping[str, str] | None = None,
         handlers: Iterable[str] = (),
         elicitation_modes: Iterable[str] = ("form",),
+        known_era: str | None = None,
     ) -> None:
         """``handlers`` names the server requests the application answers: any of
         'elicitation', 'sampling', 'roots'. They are declared as client capabilities and
@@ -310,6 +313,11 @@ class SessionMachine:
             if self._http
             else [spec.command, *spec.args]
         )
+        # Read once: another client of the process writing the shared cache mid-session must
+        # not change what this machine does (replay would then differ from the session).
+        # ``known_era`` given (a replay) wins over the cache.
+        self._known_era = known_era if known_era is not None else self._era_cache.get(self._era_key)
+        self.known_era: str | None = self._known_era  # the verdict this machine started from
         pooled = spec.concurrency == "pooled"
         self._stream_slots: dict[int, _Slot] = {}  # HTTP stream -> its slot
         self._next_stream = 0
@@ -581,10 +589,13 @@ class SessionMachine:
             return
         self._open(slot)
 
+    def _learn_era(self, era: str) -> None:
+        self._known_era = self._era_cache[self._era_key] = era
+
     def _open(self, slot: _Slot) -> None:
         """The transport is up (process running, or an HTTP endpoint to talk to): start the
         handshake the era needs."""
-        era = self.spec.era if self.spec.era != "auto" else self._era_cache.get(self._era_key)
+        era = self.spec.era if self.spec.era != "auto" else self._known_era
         if era == "sse" and self._http:
             self._open_sse(slot)
         elif era == "modern":
@@ -873,14 +884,14 @@ class SessionMachine:
             # "Fallback MUST NOT be keyed to one error code": anything else means legacy.
             self._send_initialize(slot)
         else:
-            self._era_cache[self._era_key] = "modern"
+            self._learn_era("modern")
             self._ready(slot, handshake)
 
     def _on_initialize_answer(self, slot: _Slot, response: rpc.Response) -> None:
         if _names_our_modern_version(response.error) and self.spec.era == "auto":
             # A modern-only server refusing initialize (the probe got no usable answer in
             # time): "a recognized modern JSON-RPC error ... do not fall back" (2026-07-28).
-            self._era_cache[self._era_key] = "modern"
+            self._learn_era("modern")
             self._ready(slot, Handshake("modern", MODERN_VERSION, None, {}))
             return
         if response.error is not None:
@@ -896,7 +907,7 @@ class SessionMachine:
         except InvalidResponse as exc:
             self._fail_slot(slot, ConnectFailed(exc.message))
             return
-        self._era_cache[self._era_key] = "sse" if slot.sse else "legacy"
+        self._learn_era("sse" if slot.sse else "legacy")
         slot.handshake = handshake  # so the notification carries MCP-Protocol-Version
         self._write(slot, rpc.notification("notifications/initialized"))
         self._ready(slot, handshake)

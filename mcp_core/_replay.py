@@ -221,9 +221,12 @@ class Recorder:
         *,
         handlers: Iterable[str] = (),
         elicitation_modes: Iterable[str] = ("form",),
+        known_era: str | None = None,
     ) -> None:
-        """``handlers`` and ``elicitation_modes``: what the machine was built with (they
-        change what it declares and answers, so a replay must build the same machine)."""
+        """``handlers``, ``elicitation_modes`` and ``known_era`` (the machine's attribute: the
+        era verdict of an earlier probe it started from): what the machine was built with
+        (they change what it declares, answers and sends, so a replay must build the same
+        machine)."""
         self._write = write
         header: dict[str, object] = {"format": FORMAT, "version": VERSION, "spec": spec.redacted()}
         if handlers:
@@ -231,6 +234,8 @@ class Recorder:
         modes = sorted(set(elicitation_modes))
         if modes != ["form"]:  # the default is not written: older recordings stay the same
             header["elicitation_modes"] = modes
+        if known_era is not None:  # not written when unknown: older recordings stay the same
+            header["known_era"] = known_era
         write(_line(header))
 
     def record(self, event: Event) -> None:
@@ -245,14 +250,17 @@ def read_recording(lines: Iterable[str]) -> tuple[Spec, list[Event]]:
     version, or a line that is not a valid event; ``InvalidSpec`` if the header's spec is
     refused.
     """
-    spec, _handlers, _modes, events = _read(lines)
+    spec, _handlers, _modes, _era, events = _read(lines)
     return spec, events
 
 
-def _read(lines: Iterable[str]) -> tuple[Spec, tuple[str, ...], tuple[str, ...], list[Event]]:
+def _read(
+    lines: Iterable[str],
+) -> tuple[Spec, tuple[str, ...], tuple[str, ...], str | None, list[Event]]:
     spec: Spec | None = None
     handlers: tuple[str, ...] = ()
     modes: tuple[str, ...] = ("form",)
+    known_era: str | None = None
     events: list[Event] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -275,6 +283,11 @@ def _read(lines: Iterable[str]) -> tuple[Spec, tuple[str, ...], tuple[str, ...],
                     'the recording header\'s "elicitation_modes" must be a list of names'
                 )
             modes = tuple(listed)
+            known_era = data.get("known_era")
+            if known_era not in (None, "legacy", "modern", "sse"):
+                raise ValueError(
+                    'the recording header\'s "known_era" must be "legacy", "modern" or "sse"'
+                )
             continue
         try:
             events.append(decode_event(data))
@@ -282,7 +295,7 @@ def _read(lines: Iterable[str]) -> tuple[Spec, tuple[str, ...], tuple[str, ...],
             raise ValueError(f"recording line {number}: {exc}") from None
     if spec is None:
         raise ValueError("the recording is empty: no header line")
-    return spec, handlers, modes, events
+    return spec, handlers, modes, known_era, events
 
 
 def _read_header(data: Mapping[str, object]) -> Spec:
@@ -309,11 +322,13 @@ def replay_lines(
     ``machine`` builds the machine from the header's spec (default: ``SessionMachine``).
     Raises as ``read_recording`` does.
     """
-    spec, handlers, modes, events = _read(lines)
+    spec, handlers, modes, known_era, events = _read(lines)
     if machine is None:
         from ._machine import SessionMachine  # lazily: the machine imports this package
 
-        session: _Machine = SessionMachine(spec, handlers=handlers, elicitation_modes=modes)
+        session: _Machine = SessionMachine(
+            spec, handlers=handlers, elicitation_modes=modes, known_era=known_era
+        )
     else:
         session = machine(spec)
     actions: list[Action] = []

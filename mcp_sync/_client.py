@@ -169,6 +169,7 @@ class Client:
                     self._record_file.write,
                     handlers=self._machine.handlers,
                     elicitation_modes=self._machine.elicitation_modes,
+                    known_era=self._machine.known_era,
                 )
             self._state = "running"
             self._timer = threading.Thread(

@@ -106,6 +106,44 @@ def test_era_verdict_is_cached_per_command_line() -> None:
     assert [m["method"] for m in other.messages()] == ["server/discover"]
 
 
+def test_the_era_verdict_is_read_once_and_a_recording_starts_from_it(tmp_path) -> None:
+    # A machine started after another learned the era skips the probe; its recording says
+    # so, and its replay (a fresh process, an empty cache) skips the probe too.
+    cache = {json.dumps(["srv"]): "legacy"}
+    spec = core.Spec(name="r", command="srv")
+    machine = core.SessionMachine(spec, era_cache=cache)
+    assert machine.known_era == "legacy"
+    lines: list[str] = []
+    recorder = core.Recorder(spec, lines.append, known_era=machine.known_era)
+    cache.clear()  # another client rewriting the shared cache mid-session changes nothing
+    events = [
+        core.Connect(now=0.0),
+        core.ProcessSpawned(now=0.0, slot=0, pid=1),
+        core.StdoutReceived(
+            now=0.1,
+            slot=0,
+            data=b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}\n',
+        ),
+    ]
+    live = []
+    for event in events:
+        recorder.record(event)
+        live.extend(machine.handle(event))
+    sent = [json.loads(a.data) for a in live if isinstance(a, core.WriteStdin)]
+    assert [m["method"] for m in sent] == ["initialize", "notifications/initialized"]
+    assert json.loads(lines[0])["known_era"] == "legacy"
+    assert cache == {json.dumps(["srv"]): "legacy"}  # learned again, written back
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(lines))
+    replayed = core.replay(str(path))
+    assert [core.encode_action(a) for a in replayed] == [core.encode_action(a) for a in live]
+    header = json.loads(lines[0])
+    header["known_era"] = "psychic"
+    path.write_text(json.dumps(header) + "\n")
+    with pytest.raises(ValueError, match="known_era"):
+        core.replay(str(path))
+
+
 def test_modern_error_with_our_version_counts_as_modern() -> None:
     h = Harness()
     h.feed(core.Connect(now=0.0))
