@@ -244,6 +244,7 @@ class _Slot:
     failure_permanent: bool = False
     retry_after: float | None = None  # a server's Retry-After, honoured by the next retry
     reinitializing: bool = False  # HTTP: a new session replaces one the server forgot
+    confirming: int | None = None  # HTTP: the initialized POST the session waits for
     # HTTP only: the session the server assigned, and the streams open for this slot.
     session_id: str | None = None
     # HTTP+SSE (2024-11-05): the endpoint the server's `endpoint` event named, once known.
@@ -910,8 +911,21 @@ class SessionMachine:
         self._learn_era("sse" if slot.sse else "legacy")
         slot.handshake = handshake  # so the notification carries MCP-Protocol-Version
         self._write(slot, rpc.notification("notifications/initialized"))
+        if self._http:
+            # Legacy lifecycle: the client "MUST send an initialized notification" before
+            # normal operations. Over HTTP each message is its own POST, on a connection of
+            # its own when the initialize answer still streams: a call made once ready could
+            # overtake it. So the session is ready once the server has answered that POST.
+            slot.confirming = self._next_stream
+            return
         self._ready(slot, handshake)
-        if self._http and slot.session_id is not None:
+
+    def _on_confirmed(self, slot: _Slot) -> None:
+        """HTTP: the server answered (or the request for) ``notifications/initialized``."""
+        slot.confirming = None
+        assert slot.handshake is not None
+        self._ready(slot, slot.handshake)
+        if slot.session_id is not None:
             self._listen(slot)
 
     def _on_work_answer(self, slot: _Slot, work: _Work, response: rpc.Response) -> None:
@@ -1245,6 +1259,7 @@ class SessionMachine:
         was_ready = slot.phase == "ready" or slot.reinitializing
         slot.phase = "idle"
         slot.reinitializing = False
+        slot.confirming = None
         slot.handshake = None
         slot.probe_deadline = slot.connect_deadline = None
         self._last_error = error
@@ -1450,6 +1465,8 @@ class SessionMachine:
         if found is None:
             return
         slot, stream = found
+        if slot.confirming == event.stream:
+            self._on_confirmed(slot)
         stream.status, stream.headers = event.status, event.headers
         ok = 200 <= event.status < 300
         owner = slot.requests.get(stream.request_id) if stream.request_id is not None else None
@@ -1528,6 +1545,8 @@ class SessionMachine:
             return
         slot, stream = found
         del self._stream_slots[event.stream], slot.streams[event.stream]
+        if slot.confirming == event.stream:
+            self._on_confirmed(slot)  # whether it arrived cannot be known: go on
         if stream.kind == "delete":
             self._http_gone(slot)
         else:
@@ -1665,6 +1684,7 @@ class SessionMachine:
 
     def _reinitialize(self, slot: _Slot) -> None:
         slot.session_id = None
+        slot.confirming = None
         slot.reinitializing = True
         self._abort_streams(slot)
         self._send_initialize(slot)

@@ -42,6 +42,10 @@ def test_legacy_streamable_http_handshake_and_headers() -> None:
     note = h.request("notifications/initialized")
     assert h.header(note, "Mcp-Session-Id") == "sess-1"
     assert h.header(note, "MCP-Protocol-Version") == "2025-06-18"
+    # Ready once the server has taken the notification: no call can overtake it.
+    assert h.machine.state == "initializing" and not [r for r in h.requests() if r.method == "GET"]
+    h.take()
+    h.respond(note, 202)
     listen = h.request(http="GET")
     assert h.header(listen, "Accept") == "text/event-stream"
     status = h.machine.status(h.now)
@@ -49,7 +53,6 @@ def test_legacy_streamable_http_handshake_and_headers() -> None:
     assert status.concurrency == "serialized"  # legacy HTTP default (SPEC §6)
     assert "sess-1" not in repr(status)
     h.take()
-    h.respond(note, 202)
     h.respond(listen, 405)  # no GET stream: fine
     assert h.of(core.Log)[-1].level == "DEBUG"
     t = h.call("echo", {"text": "hi"})
@@ -248,6 +251,8 @@ def test_session_expiry_reinitializes_in_place_and_queued_work_goes_out_on_it() 
         {"protocolVersion": "2025-11-25", "capabilities": {}},
         headers=(("Mcp-Session-Id", "new-session"),),
     )
+    assert h.machine.queued == 1  # still: the new session is ready once initialized is taken
+    h.respond(h.request("notifications/initialized"), 202)
     second = h.request("tools/call")
     assert h.body(second)["params"]["name"] == "second"
     assert h.header(second, "Mcp-Session-Id") == "new-session"
@@ -371,6 +376,9 @@ def test_connection_failures() -> None:
     h.fire_due()
     init = h.request("initialize")
     h.result_for(init, {"protocolVersion": "2025-11-25", "capabilities": {}})
+    note = h.request("notifications/initialized")
+    h.feed(core.HttpFailed(now=h.now, stream=note.stream, reason="ReadError"))  # goes on
+    assert h.machine.state == "ready"
     t = h.call("x")
     h.feed(core.HttpFailed(now=h.now, stream=h.request("tools/call").stream, reason="ReadError"))
     err = h.error(t)
@@ -406,6 +414,7 @@ def test_http_sse_fallback_after_initialize_is_refused() -> None:
         "result": {"protocolVersion": "2024-11-05", "capabilities": {}},
     }
     h.feed(core.HttpBodyReceived(now=0.0, stream=get.stream, data=sse_message(answer)))
+    h.respond(h.request("notifications/initialized"), 202)
     status = h.result(waiter)
     assert (status.transport, status.protocol_version) == ("sse", "2024-11-05")
     assert cache and list(cache.values()) == ["sse"]
@@ -542,6 +551,7 @@ def test_odd_events_and_headers() -> None:
         {"protocolVersion": "2025-11-25", "capabilities": {}},
         headers=(("Mcp-Session-Id", "s"),),
     )
+    h.respond(h.request("notifications/initialized"), 202)
     listen = h.request(http="GET")
     h.take()
     h.sse(listen, b"data: " + b"z" * 200 + b"\n\n", end=False)  # oversized, no request
