@@ -224,7 +224,7 @@ class Client:
             stack.push_async_callback(self._shutdown)
             self._deadline_changed = anyio.Event()
             self._tasks = await host.start(self._host)
-            self._http = HttpExecutor(self._feed, _now, self._tasks)
+            self._http = HttpExecutor(self._feed, _now, self._tasks, pool_size=self._spec.pool_size)
         except BaseException:
             await stack.aclose()
             raise

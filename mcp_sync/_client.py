@@ -137,7 +137,7 @@ class Client:
         self._record_file: IO[str] | None = None
         self._recorder: Recorder | None = None
         self._timer: threading.Thread | None = None
-        self._http = HttpExecutor(self._feed_http, time.monotonic)
+        self._http = HttpExecutor(self._feed_http, time.monotonic, pool_size=self._spec.pool_size)
         self._stopped = threading.Event()
 
     @property

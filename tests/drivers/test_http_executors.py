@@ -1,9 +1,13 @@
 """The HTTP executors of both drivers (mcp_asyncio on asyncio and trio, mcp_sync on threads)
 against a small real HTTP/1.1 server on loopback, with a list-collecting fake ``feed``: no
 SessionMachine involved. They pin down what the machine relies on: exact headers out, head and
-body streamed in as they arrive, keep-alive reuse (over TLS too), verified TLS, reasons without
-secrets, and an abort that ends a request in any phase (connecting, the TLS handshake, waiting
-for the head, reading a stalled body) with nothing fed after it and its connection closed."""
+body streamed in as they arrive, keep-alive reuse (over TLS too) and connections that must not
+be reused (closed by the server while idle, "Connection: close", bytes nobody asked for),
+verified TLS, reasons without secrets, the cap on connections (requests over it wait), and an
+abort that ends a request in any phase (waiting for a connection, connecting, the TLS
+handshake, waiting for the head, reading a stalled body) with nothing fed after it and its
+connection closed. The sync executor's worker threads are reused and end when idle. At the end,
+the shared HTTP/1.1 pieces (mcp_sync._h11pool) on their own, without I/O."""
 
 from __future__ import annotations
 
@@ -33,6 +37,20 @@ from mcp_core import (
     HttpResponseStarted,
     StartHttp,
 )
+from mcp_sync._h11pool import (
+    ConnectError,
+    Pool,
+    ReadError,
+    RemoteProtocolError,
+    RequestBuilder,
+    UnsupportedProtocol,
+    connection_cap,
+    decode_headers,
+    finish,
+    reason,
+    receive,
+    request_bytes,
+)
 from mcp_sync._http import HttpExecutor as SyncExecutor
 from tests.conftest import wait_until
 
@@ -51,7 +69,10 @@ class Server:
 
     Routes: /json; /sse (one event, then the rest once `release` is set); /stall (the head and
     one event, then nothing); /stall-head (nothing at all); /echo (the request as JSON);
-    /redirect (302). It counts accepted and open connections: a connection is closed when the
+    /redirect (302); /json-then-close (/json, then the server closes the connection, as one
+    closes an idle keep-alive connection); /json-close (/json with "Connection: close");
+    /json-extra (/json followed by bytes nobody asked for); /close (closes without answering).
+    It counts accepted and open connections: a connection is closed when the
     client closed it (the server reads EOF), so `open == 0` means nothing was left behind.
     With `tls`, it speaks HTTPS; `silent`, it reads every connection until EOF and says nothing
     (not even a TLS handshake).
@@ -140,7 +161,20 @@ class Server:
 
         target = request.target.decode()
         sse = [(b"Content-Type", b"text/event-stream")]
-        if target == "/json":
+        if target in ("/json-then-close", "/json-close", "/json-extra"):
+            data = b'{"ok": true}'
+            headers = [(b"Content-Type", b"application/json"), (b"Content-Length", b"12")]
+            if target == "/json-close":
+                headers.append((b"Connection", b"close"))
+            events = (h11.Response(status_code=200, headers=headers), h11.Data(data=data))
+            response = b"".join(peer.send(event) or b"" for event in (*events, h11.EndOfMessage()))
+            if target == "/json-extra":  # in the same write: no race with the next request
+                response += b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+            connection.sendall(response)
+            return target != "/json-then-close"
+        if target == "/close":
+            return False
+        if target.split("?")[0] == "/json":  # a query tells requests apart in `requests`
             data = b'{"ok": true}'
             headers = [
                 (b"Content-Type", b"application/json"),
@@ -438,16 +472,18 @@ class SyncHarness:
     """A sync executor feeding a list. Like the sync client, the feed drops an event whose
     stream was aborted meanwhile, checked under the lock that abort() also runs under."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_connections: int = 32) -> None:
         self.events: list[HttpEvent] = []
+        self.threads: dict[int, str] = {}  # stream -> the worker thread that fed its events
         self.ended = 0  # HttpResponseEnded events: counted as they come, for the big test
         self._changed = threading.Condition()
-        self.executor = SyncExecutor(self._feed, time.monotonic)
+        self.executor = SyncExecutor(self._feed, time.monotonic, max_connections=max_connections)
 
     def _feed(self, event: HttpEvent) -> None:
         with self._changed:
             if self.executor.is_live(event.stream):
                 self.events.append(event)
+                self.threads[event.stream] = threading.current_thread().name
                 self.ended += isinstance(event, HttpResponseEnded)
                 self._changed.notify_all()
 
@@ -467,13 +503,19 @@ class SyncHarness:
         with self._changed:
             return list(self.events)
 
-    def join_threads(self, timeout: float = PROMPT) -> None:
-        """Every request thread ends within `timeout`: waits for it, fails if it does not."""
-        deadline = time.monotonic() + timeout
-        for thread in _http_threads():
-            thread.join(max(0.0, deadline - time.monotonic()))
+    def close(self, timeout: float = WAIT) -> None:
+        """Close the executor: every worker has ended when it returns, within `timeout`."""
+        self.executor.close(time.monotonic() + timeout)
         assert _http_threads() == []
         assert self.executor.in_flight == 0
+
+    def proves_released(self, url: str, stream: int = 99) -> None:
+        """With one worker and one connection (max_connections=1), a request after an abort
+        completes promptly: the aborted request's worker was woken and let go of its
+        connection, which abort() alone achieved."""
+        self.start(_action(stream, url + "/json"))
+        self.wait_for(lambda events: _finished(events, stream), PROMPT)
+        _check_json(self.events, stream)
 
 
 @pytest.fixture
@@ -482,8 +524,17 @@ def sync_harness() -> Iterator[SyncHarness]:
     try:
         yield harness
     finally:
-        harness.executor.close(time.monotonic() + WAIT)
-        assert _http_threads() == []
+        harness.close()
+
+
+@pytest.fixture
+def one_connection() -> Iterator[SyncHarness]:
+    """A sync executor with a single worker and a single connection."""
+    harness = SyncHarness(max_connections=1)
+    try:
+        yield harness
+    finally:
+        harness.close()
 
 
 def test_sync_json_and_exact_headers(sync_harness: SyncHarness, server: Server) -> None:
@@ -509,43 +560,64 @@ def test_sync_sse_events_arrive_before_the_body_ends(
     assert body == b"data: one\n\ndata: two\n\ndata: three\n\n"
 
 
-def test_sync_abort_ends_a_stalled_body(sync_harness: SyncHarness, server: Server) -> None:
-    sync_harness.start(_action(1, server.url + "/stall"))
-    sync_harness.wait_for(lambda events: any(isinstance(e, HttpBodyReceived) for e in events))
-    before = sync_harness.snapshot()
-    sync_harness.abort(1)
-    sync_harness.join_threads()
-    assert sync_harness.snapshot() == before  # no HttpFailed, nothing after the abort
+def test_sync_abort_ends_a_stalled_body(one_connection: SyncHarness, server: Server) -> None:
+    one_connection.start(_action(1, server.url + "/stall"))
+    one_connection.wait_for(lambda events: any(isinstance(e, HttpBodyReceived) for e in events))
+    before = one_connection.snapshot()
+    one_connection.abort(1)
     server.wait(lambda: server.open == 0)  # the half-read connection was closed, not pooled
-    assert not sync_harness.executor.is_live(1)
+    assert not one_connection.executor.is_live(1)
+    one_connection.proves_released(server.url)
+    assert _of(one_connection.snapshot(), 1) == before  # no HttpFailed, nothing after abort
+    assert server.accepted == 2
 
 
-def test_sync_abort_while_waiting_for_the_head(sync_harness: SyncHarness, server: Server) -> None:
-    sync_harness.start(_action(1, server.url + "/stall-head"))
+def test_sync_abort_while_waiting_for_the_head(one_connection: SyncHarness, server: Server) -> None:
+    one_connection.start(_action(1, server.url + "/stall-head"))
     server.wait(lambda: server.requests == ["/stall-head"])
-    sync_harness.abort(1)
-    sync_harness.join_threads()
+    one_connection.abort(1)
     server.wait(lambda: server.open == 0)
-    assert sync_harness.snapshot() == []
+    one_connection.proves_released(server.url)
+    assert _of(one_connection.snapshot(), 1) == []
 
 
-def test_sync_abort_while_connecting(sync_harness: SyncHarness, hanging_connect_url: str) -> None:
+def test_sync_abort_while_connecting(
+    one_connection: SyncHarness, hanging_connect_url: str, server: Server
+) -> None:
     port = _port(hanging_connect_url)
     baseline = _syn_sent_to(port)
-    sync_harness.start(_action(1, hanging_connect_url))
+    one_connection.start(_action(1, hanging_connect_url))
     wait_until(lambda: _syn_sent_to(port) > baseline, WAIT, message="connect() is pending")
-    sync_harness.abort(1)
-    sync_harness.join_threads()
-    assert sync_harness.snapshot() == []
+    one_connection.abort(1)
+    one_connection.proves_released(server.url)
+    assert _of(one_connection.snapshot(), 1) == []
+
+
+def test_sync_abort_while_queued(one_connection: SyncHarness, server: Server) -> None:
+    # The only connection is taken by a stalled body: stream 2 waits in the executor's queue,
+    # where abort() drops it; it is never sent.
+    one_connection.start(_action(1, server.url + "/stall"))
+    one_connection.wait_for(lambda events: _of(events, 1) != [])
+    one_connection.start(_action(2, server.url + "/json"))
+    assert one_connection.executor.in_flight == 2
+    one_connection.abort(2)
+    assert one_connection.executor.in_flight == 1
+    one_connection.abort(1)
+    one_connection.proves_released(server.url)
+    assert server.requests == ["/stall", "/json"]  # the /json of stream 99 only
+    assert _of(one_connection.snapshot(), 2) == []
 
 
 def test_sync_close_aborts_everything(sync_harness: SyncHarness, server: Server) -> None:
     for stream, path in enumerate(["/stall", "/stall-head", "/stall"]):
         sync_harness.start(_action(stream, server.url + path))
     server.wait(lambda: len(server.requests) == 3)
+    # Everything the stalled servers send has arrived: nothing more is coming.
+    sync_harness.wait_for(lambda events: len(_of(events, 0)) == len(_of(events, 2)) == 2)
     before = sync_harness.snapshot()
-    sync_harness.executor.close(time.monotonic() + PROMPT)
-    sync_harness.join_threads(0.0)
+    closing = time.monotonic()
+    sync_harness.close(PROMPT)  # every worker was woken and has ended
+    assert time.monotonic() - closing < PROMPT
     server.wait(lambda: server.open == 0)
     assert sync_harness.snapshot() == before
     sync_harness.executor.start(_action(9, server.url + "/json"))  # ignored once closed
@@ -564,6 +636,18 @@ def test_sync_tls_is_verified_and_kept_alive(
     assert tls_server.accepted == 1  # one TLS handshake for both
 
 
+def test_sync_abort_ends_a_stalled_tls_body(
+    one_connection: SyncHarness, tls_server: Server, trust_test_ca: None
+) -> None:
+    one_connection.start(_action(1, tls_server.url + "/stall"))
+    one_connection.wait_for(lambda events: any(isinstance(e, HttpBodyReceived) for e in events))
+    before = one_connection.snapshot()
+    one_connection.abort(1)
+    tls_server.wait(lambda: tls_server.open == 0)
+    one_connection.proves_released(tls_server.url)
+    assert _of(one_connection.snapshot(), 1) == before
+
+
 def test_sync_tls_refuses_an_unknown_certificate(
     sync_harness: SyncHarness, tls_server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -576,14 +660,14 @@ def test_sync_tls_refuses_an_unknown_certificate(
 
 
 def test_sync_abort_during_the_tls_handshake(
-    sync_harness: SyncHarness, silent_server: Server
+    one_connection: SyncHarness, silent_server: Server, server: Server
 ) -> None:
-    sync_harness.start(_action(1, silent_server.url.replace("http:", "https:") + "/"))
+    one_connection.start(_action(1, silent_server.url.replace("http:", "https:") + "/"))
     silent_server.wait(lambda: silent_server.accepted == 1)
-    sync_harness.abort(1)
-    sync_harness.join_threads()
+    one_connection.abort(1)
     silent_server.wait(lambda: silent_server.open == 0)
-    assert sync_harness.snapshot() == []
+    one_connection.proves_released(server.url)
+    assert _of(one_connection.snapshot(), 1) == []
 
 
 def test_sync_connection_refused(sync_harness: SyncHarness, refused_url: str) -> None:
@@ -630,6 +714,134 @@ def test_sync_failure_reasons_hold_no_header_value(
     assert not any("s3cret" in reason for reason in reasons.values())
 
 
+def _json_ok(events: list[HttpEvent], stream: int) -> None:
+    head, body = _exchange(events, stream)
+    assert head.status == 200
+    assert json.loads(body) == {"ok": True}
+
+
+def test_sync_requests_are_written_in_the_order_they_were_started(
+    sync_harness: SyncHarness, server: Server
+) -> None:
+    # As the async test: request 3 opens a connection (held back), request 4 finds an idle
+    # one at once and still goes second.
+    executor = sync_harness.executor
+    sync_harness.start(_action(1, server.url + "/json"))
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    gate = threading.Event()
+    opening = executor._open
+
+    def held_open(request: Any, origin: Any) -> Any:
+        assert gate.wait(WAIT)
+        return opening(request, origin)
+
+    executor._open = held_open  # type: ignore[method-assign]
+    written: list[int] = []  # the order requests are let go to write (the server's threads
+    waiting = executor._wait_turn  # may read two connections in either order)
+
+    def wait_turn(request: Any) -> None:
+        waiting(request)
+        written.append(request.action.stream)
+
+    executor._wait_turn = wait_turn  # type: ignore[method-assign]
+    sync_harness.start(_action(2, server.url + "/sse"))
+    sync_harness.wait_for(lambda events: len(_of(events, 2)) >= 2)
+    sync_harness.start(_action(3, server.url + "/json?3"))
+    server.release.set()
+    sync_harness.wait_for(lambda events: _finished(events, 2))
+    sync_harness.start(_action(4, server.url + "/json?4"))
+    gate.set()
+    sync_harness.wait_for(lambda events: _finished(events, 3) and _finished(events, 4))
+    _check_json(sync_harness.events, 3)
+    _check_json(sync_harness.events, 4)
+    assert written == [2, 3, 4]
+    assert server.accepted == 2
+
+
+def test_sync_workers_and_connections_are_reused(sync_harness: SyncHarness, server: Server) -> None:
+    # One request after another: one worker thread and one connection serve them all.
+    for stream in range(10):
+        sync_harness.start(_action(stream, server.url + "/json"))
+        sync_harness.wait_for(lambda events, stream=stream: _finished(events, stream))
+        _check_json(sync_harness.events, stream)
+    assert server.accepted == 1
+    assert set(sync_harness.threads.values()) == {"mcp-sync-http-1"}
+
+
+def test_sync_an_idle_worker_ends(
+    sync_harness: SyncHarness, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("mcp_sync._http._IDLE_EXIT", 0.05)
+    sync_harness.start(_action(1, server.url + "/json"))
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    for thread in _http_threads():
+        thread.join(WAIT)  # it ends by itself, having had nothing to do
+    assert _http_threads() == []
+    sync_harness.start(_action(2, server.url + "/json"))  # a new worker, the pooled connection
+    sync_harness.wait_for(lambda events: _finished(events, 2))
+    _check_json(sync_harness.events, 2)
+    assert server.accepted == 1
+
+
+def test_sync_a_connection_the_server_closed_while_idle_is_not_used(
+    sync_harness: SyncHarness, server: Server
+) -> None:
+    sync_harness.start(_action(1, server.url + "/json-then-close"))
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    server.wait(lambda: server.open == 0)  # closed by the server, still in the client's pool
+    sync_harness.start(_action(2, server.url + "/json"))
+    sync_harness.wait_for(lambda events: _finished(events, 2))
+    _json_ok(sync_harness.events, 1)
+    _check_json(sync_harness.events, 2)  # no HttpFailed: a new connection served it
+    assert server.accepted == 2
+
+
+@pytest.mark.parametrize("path", ["/json-close", "/json-extra"])
+def test_sync_a_connection_that_cannot_serve_again_is_closed(
+    sync_harness: SyncHarness, server: Server, path: str
+) -> None:
+    # "Connection: close", or bytes after the response: that connection is not pooled.
+    sync_harness.start(_action(1, server.url + path))
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    sync_harness.start(_action(2, server.url + "/json"))
+    sync_harness.wait_for(lambda events: _finished(events, 2))
+    _json_ok(sync_harness.events, 1)
+    _check_json(sync_harness.events, 2)
+    assert server.accepted == 2
+
+
+def test_sync_a_connection_closed_without_an_answer(
+    sync_harness: SyncHarness, server: Server
+) -> None:
+    sync_harness.start(_action(1, server.url + "/close"))
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    [failed] = sync_harness.events
+    assert failed == HttpFailed(
+        now=failed.now,
+        stream=1,
+        reason="RemoteProtocolError: the server closed the connection before answering",
+    )
+    server.wait(lambda: server.open == 0)
+
+
+def test_sync_requests_over_the_cap_wait_for_a_connection(server: Server) -> None:
+    harness = SyncHarness(max_connections=2)
+    try:
+        for stream in range(3):
+            harness.start(_action(stream, server.url + "/stall"))
+        server.wait(lambda: len(server.requests) == 2)
+        assert harness.executor.in_flight == 3
+        assert server.accepted == 2  # the third waits in the executor, not even connecting
+        harness.abort(0)  # its connection is closed: the third request gets one
+        server.wait(lambda: len(server.requests) == 3)
+        harness.wait_for(lambda events: _of(events, 1) != [] and _of(events, 2) != [])
+        assert server.accepted == 3
+        assert len(_http_threads()) == 2
+    finally:
+        harness.close()
+    server.wait(lambda: server.open == 0)
+
+
 @pytest.mark.slow
 def test_sync_a_thousand_requests_leave_nothing_behind(
     sync_harness: SyncHarness, server: Server
@@ -641,8 +853,8 @@ def test_sync_a_thousand_requests_leave_nothing_behind(
     for stream, events in _by_stream(sync_harness.events).items():
         _check_json(events, stream)
     assert 1 <= server.accepted <= 32
-    sync_harness.join_threads(WAIT)
-    sync_harness.executor.close(time.monotonic() + WAIT)
+    assert 1 <= len(set(sync_harness.threads.values())) <= 32  # workers served many each
+    sync_harness.close()
     server.wait(lambda: server.open == 0)  # every pooled connection was closed
 
 
@@ -652,11 +864,13 @@ def test_sync_a_thousand_requests_leave_nothing_behind(
 class AsyncHarness:
     """An async executor in its own task group, feeding a list."""
 
-    def __init__(self, tasks: Any) -> None:
+    def __init__(self, tasks: Any, max_connections: int | None = None) -> None:
         self.events: list[HttpEvent] = []
         self.ended = 0
         self._changed = anyio.Event()
-        self.executor = AsyncExecutor(self._feed, time.monotonic, tasks)
+        self.executor = AsyncExecutor(
+            self._feed, time.monotonic, tasks, max_connections=max_connections
+        )
 
     def _feed(self, event: HttpEvent) -> None:
         self.events.append(event)
@@ -677,12 +891,14 @@ async def _server_wait(server: Server, predicate: Callable[[], bool]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _async_harness(*, close: bool = True, timeout: float = 2 * WAIT) -> Any:
+async def _async_harness(
+    *, close: bool = True, timeout: float = 2 * WAIT, max_connections: int | None = None
+) -> Any:
     """Yields a harness in a task group of its own; on exit closes the executor (unless
-    `close` is false) and waits for every request task to end."""
+    `close` is false) and waits for every task of the executor to end."""
     with anyio.fail_after(timeout):
         async with anyio.create_task_group() as tasks:
-            harness = AsyncHarness(tasks)
+            harness = AsyncHarness(tasks, max_connections)
             try:
                 yield harness
             finally:
@@ -793,6 +1009,20 @@ async def test_async_tls_is_verified_and_kept_alive(
 
 
 @pytest.mark.anyio
+async def test_async_abort_ends_a_stalled_tls_body(tls_server: Server, trust_test_ca: None) -> None:
+    async with _async_harness(close=False) as harness:
+        harness.executor.start(_action(1, tls_server.url + "/stall"))
+        await harness.wait_for(lambda events: any(isinstance(e, HttpBodyReceived) for e in events))
+        before = list(harness.events)
+        harness.executor.abort(1)
+        aborted = time.monotonic()
+    assert time.monotonic() - aborted < PROMPT
+    assert harness.events == before
+    await _server_wait(tls_server, lambda: tls_server.open == 0)
+    await harness.executor.aclose()
+
+
+@pytest.mark.anyio
 async def test_async_tls_refuses_an_unknown_certificate(
     tls_server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -869,6 +1099,123 @@ async def test_async_failure_reasons_hold_no_header_value(server: Server) -> Non
         assert not any("s3cret" in reason for reason in reasons.values())
 
 
+@pytest.mark.anyio
+async def test_async_connections_are_reused(server: Server) -> None:
+    async with _async_harness() as harness:
+        for stream in range(10):
+            harness.executor.start(_action(stream, server.url + "/json"))
+            await harness.wait_for(lambda events, stream=stream: _finished(events, stream))
+            _check_json(harness.events, stream)
+        assert server.accepted == 1
+
+
+@pytest.mark.anyio
+async def test_async_requests_are_written_in_the_order_they_were_started(server: Server) -> None:
+    # Request 3 must open a connection (held back here); request 4, started after it, finds an
+    # idle one at once, and still goes second.
+    async with _async_harness() as harness:
+        executor = harness.executor
+        executor.start(_action(1, server.url + "/json"))
+        await harness.wait_for(lambda events: _finished(events, 1))
+        gate = anyio.Event()
+        opening = executor._open
+
+        async def held_open(origin: Any, tls: Any) -> Any:
+            await gate.wait()
+            return await opening(origin, tls)
+
+        executor._open = held_open
+        written: list[int] = []  # the order requests are written in (the server's threads
+        sending = executor._send  # may read two connections in either order)
+
+        def send(request: Any, connection: Any) -> None:
+            written.append(request.action.stream)
+            sending(request, connection)
+
+        executor._send = send
+        executor.start(_action(2, server.url + "/sse"))  # takes the idle connection
+        await harness.wait_for(lambda events: len(_of(events, 2)) >= 2)  # head and a body
+        executor.start(_action(3, server.url + "/json?3"))  # no idle connection: connecting
+        server.release.set()
+        await harness.wait_for(lambda events: _finished(events, 2))  # idle again
+        executor.start(_action(4, server.url + "/json?4"))
+        gate.set()
+        await harness.wait_for(lambda events: _finished(events, 3) and _finished(events, 4))
+        _check_json(harness.events, 3)
+        _check_json(harness.events, 4)
+    assert written == [2, 3, 4]
+    assert server.accepted == 2
+
+
+@pytest.mark.anyio
+async def test_async_a_connection_the_server_closed_while_idle_is_not_used(
+    server: Server,
+) -> None:
+    async with _async_harness() as harness:
+        harness.executor.start(_action(1, server.url + "/json-then-close"))
+        await harness.wait_for(lambda events: _finished(events, 1))
+        await _server_wait(server, lambda: server.open == 0)
+        harness.executor.start(_action(2, server.url + "/json"))
+        await harness.wait_for(lambda events: _finished(events, 2))
+        _json_ok(harness.events, 1)
+        _check_json(harness.events, 2)
+        assert server.accepted == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["/json-close", "/json-extra"])
+async def test_async_a_connection_that_cannot_serve_again_is_closed(
+    server: Server, path: str
+) -> None:
+    async with _async_harness() as harness:
+        harness.executor.start(_action(1, server.url + path))
+        await harness.wait_for(lambda events: _finished(events, 1))
+        harness.executor.start(_action(2, server.url + "/json"))
+        await harness.wait_for(lambda events: _finished(events, 2))
+        _json_ok(harness.events, 1)
+        _check_json(harness.events, 2)
+        assert server.accepted == 2
+
+
+@pytest.mark.anyio
+async def test_async_a_connection_closed_without_an_answer(server: Server) -> None:
+    async with _async_harness() as harness:
+        harness.executor.start(_action(1, server.url + "/close"))
+        await harness.wait_for(lambda events: _finished(events, 1))
+        [failed] = harness.events
+        assert failed == HttpFailed(
+            now=failed.now,
+            stream=1,
+            reason="RemoteProtocolError: the server closed the connection before answering",
+        )
+    await _server_wait(server, lambda: server.open == 0)
+
+
+@pytest.mark.anyio
+async def test_async_requests_over_the_cap_wait_for_a_connection(server: Server) -> None:
+    async with _async_harness(max_connections=2) as harness:
+        for stream in range(3):
+            harness.executor.start(_action(stream, server.url + "/stall"))
+        await _server_wait(server, lambda: len(server.requests) == 2)
+        assert harness.executor.in_flight == 3
+        assert server.accepted == 2  # the third waits in the executor, not even connecting
+        harness.executor.abort(0)  # its connection is closed: the third request gets one
+        await _server_wait(server, lambda: len(server.requests) == 3)
+        await harness.wait_for(lambda events: _of(events, 1) != [] and _of(events, 2) != [])
+        assert server.accepted == 3
+        harness.executor.abort(1)  # the stalled ones go; /json takes the freed connections
+        harness.executor.start(_action(3, server.url + "/json"))
+        harness.executor.start(_action(4, server.url + "/json"))
+        harness.executor.start(_action(5, server.url + "/json"))  # 4, 5 wait: 2, 3 hold the cap
+        harness.executor.abort(5)  # dropped while waiting: never sent
+        await harness.wait_for(lambda events: _finished(events, 3) and _finished(events, 4))
+        _check_json(harness.events, 3)
+        _check_json(harness.events, 4)
+        assert _of(harness.events, 5) == []
+        assert server.requests.count("/json") == 2
+    await _server_wait(server, lambda: server.open == 0)
+
+
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_async_a_thousand_requests_leave_nothing_behind(server: Server) -> None:
@@ -881,3 +1228,122 @@ async def test_async_a_thousand_requests_leave_nothing_behind(server: Server) ->
             _check_json(events, stream)
         assert 1 <= server.accepted <= 32
     await _server_wait(server, lambda: server.open == 0)  # every pooled connection was closed
+
+
+# --- what both executors share (mcp_sync._h11pool): no I/O ---------------------------------
+
+
+def _sent(action: StartHttp) -> bytes:
+    connection = h11.Connection(h11.CLIENT)
+    _target, head = RequestBuilder().build(action)
+    return request_bytes(connection, head, action.body)
+
+
+def test_request_heads_carry_exactly_the_given_headers() -> None:
+    url = "https://example.com/mcp?x=1#f"
+    post = _action(1, url, method="POST", headers=ECHO_HEADERS, body=b"{}")
+    assert _sent(post) == (
+        b"POST /mcp?x=1 HTTP/1.1\r\nHost: example.com\r\n"
+        b"Accept: application/json, text/event-stream\r\nAuthorization: Bearer s3cret\r\n"
+        b"Content-Length: 2\r\n\r\n{}"
+    )
+    get = _action(2, "http://user:pw@[::1]:8080", headers=(("host", "given"),))
+    assert _sent(get) == b"GET / HTTP/1.1\r\nhost: given\r\n\r\n"
+    assert _sent(_action(3, "http://[::1]:8080/")).startswith(
+        b"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n"
+    )
+
+
+def test_a_request_head_is_validated_every_time() -> None:
+    # The builder reuses what it validated; a bad header is refused on every request.
+    builder = RequestBuilder()
+    bad = _action(1, "http://h/", headers=(("X-Key", "a\r\nX: y"),))
+    for _ in range(2):
+        with pytest.raises(h11.LocalProtocolError) as raised:
+            builder.build(bad)
+        assert reason(raised.value) == "LocalProtocolError"
+    with pytest.raises(UnsupportedProtocol):
+        builder.build(_action(2, "http:///no-host"))
+    with pytest.raises(ValueError):
+        builder.build(_action(3, "http://h:99999/"))
+
+
+def _client_sent_request() -> h11.Connection:
+    connection = h11.Connection(h11.CLIENT)
+    _target, head = RequestBuilder().build(_action(1, "http://h/"))
+    request_bytes(connection, head, None)
+    return connection
+
+
+def test_one_read_is_one_body_event() -> None:
+    connection = _client_sent_request()
+    chunked = (
+        b"HTTP/1.1 100 Continue\r\n\r\n"  # skipped
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Trace: a\r\n\r\n"
+        b"4\r\none \r\n4\r\ntwo \r\n5\r\nthree\r\n"
+    )
+    head, body, ended = receive(connection, chunked)
+    assert head is not None and head.status_code == 200
+    assert decode_headers(head) == (("Transfer-Encoding", "chunked"), ("X-Trace", "a"))
+    assert (body, ended) == (b"one two three", False)
+    assert receive(connection, b"0\r\n\r\n") == (None, b"", True)
+    assert finish(connection)  # ready for the next request
+
+
+def test_a_connection_with_bytes_after_the_response_is_not_reused() -> None:
+    connection = _client_sent_request()
+    _head, body, ended = receive(
+        connection, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"
+    )
+    assert (body, ended) == (b"ok", True)
+    assert not finish(connection)
+
+
+def test_eof_before_the_answer_and_mid_body() -> None:
+    with pytest.raises(RemoteProtocolError, match="before answering"):
+        receive(_client_sent_request(), b"")
+    connection = _client_sent_request()
+    receive(connection, b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc")
+    with pytest.raises(h11.RemoteProtocolError) as raised:
+        receive(connection, b"")
+    assert reason(raised.value).startswith("RemoteProtocolError: peer closed connection")
+
+
+def test_failure_reasons() -> None:
+    assert reason(ConnectionRefusedError(111, "Connect call failed ('10.0.0.1', 80)")) == (
+        "ConnectionRefusedError: [Errno 111] Connection refused"
+    )
+    assert reason(ConnectError("[Errno 111] Connection refused")) == (
+        "ConnectError: [Errno 111] Connection refused"
+    )
+    assert reason(h11.RemoteProtocolError("Illegal header value b'secret'")) == (
+        "RemoteProtocolError"
+    )
+    assert reason(UnicodeEncodeError("latin-1", "s3cret", 0, 1, "x")) == "UnicodeEncodeError"
+    assert reason(ReadError("x" * 500)) == ("ReadError: " + "x" * 500)[:200]
+
+
+def test_the_pool_keeps_its_count_and_its_cap() -> None:
+    pool: Pool[str] = Pool(2)
+    a, b = ("http", "a", 80), ("http", "b", 80)
+    assert pool.take(a) is None
+    assert pool.reserve() is None  # opening one: 1 open
+    pool.put(a, "a1")
+    assert pool.reserve() is None  # 2 open
+    pool.put(b, "b1")
+    assert pool.reserve() == "a1"  # a third would go over the cap: an idle one is handed over
+    assert pool.open == 2
+    pool.put(b, "b2")
+    assert pool.take(b) == "b2"  # the most recently used first
+    pool.put(b, "b2")
+    assert sorted(pool.drain()) == ["b1", "b2"]
+    assert pool.open == 0
+    with pytest.raises(ValueError):
+        Pool(0)
+
+
+def test_the_connection_cap() -> None:
+    assert connection_cap() == 32
+    assert connection_cap(pool_size=8) == 32
+    assert connection_cap(pool_size=256) == 514  # every call, a GET stream per session, 2
+    assert connection_cap(pool_size=256, max_connections=1) == 1
