@@ -1,6 +1,6 @@
 """No secret of the spec reaches a log record (SPEC §4), even at DEBUG and while everything
 fails: header values, env values, args, a URL's userinfo and query. Every record of every
-logger (ours, the server's, httpcore's) is captured and searched, tracebacks included.
+logger (ours, the server's, any library's) is captured and searched, tracebacks included.
 """
 
 from __future__ import annotations
