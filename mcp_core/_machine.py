@@ -410,6 +410,8 @@ class SessionMachine:
     def concurrency(self) -> str:
         """The in-flight policy in force: the spec's, else the transport's and era's default
         (SPEC §6: stdio and modern HTTP stateless, legacy HTTP serialized)."""
+        if not self._http:  # stdio: the era changes nothing (admission asks on every call)
+            return self.spec.default_concurrency(None)
         ready = next((s.handshake for s in self._slots if s.handshake is not None), None)
         return self.spec.default_concurrency(ready.era if ready else None)
 
