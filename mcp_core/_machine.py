@@ -239,6 +239,7 @@ class _Slot:
     probe_deadline: float | None = None
     stop_stage: int = _STOP_NONE
     stop_deadline: float | None = None
+    broken_pipe_deadline: float | None = None  # a write failed: fail then unless it exited
     # Why the process is being stopped; the retry is armed when it is gone.
     failure: McpError | None = None
     failure_permanent: bool = False
@@ -384,7 +385,12 @@ class SessionMachine:
             times.append(work_deadline)
         times.extend(self._waiters.values())
         for slot in self._slots:
-            for t in (slot.retry_at, slot.probe_deadline, slot.stop_deadline):
+            for t in (
+                slot.retry_at,
+                slot.probe_deadline,
+                slot.stop_deadline,
+                slot.broken_pipe_deadline,
+            ):
                 if t is not None:
                     times.append(t)
             times.extend(resume.at for resume in slot.resumes)
@@ -654,6 +660,7 @@ class SessionMachine:
     def _on_exited(self, event: ProcessExited) -> None:
         slot = self._slots[event.slot]
         slot.alive = False
+        slot.broken_pipe_deadline = None
         slot.stop_stage, slot.stop_deadline = _STOP_NONE, None
         if self._closing:
             slot.phase = "idle"
@@ -670,9 +677,18 @@ class SessionMachine:
             )
 
     def _on_write_failed(self, event: WriteFailed) -> None:
+        # A broken pipe is nearly always the server exiting: its exit status and stderr say
+        # more than "broken pipe", so the failure waits up to shutdown_grace for
+        # ProcessExited; a server that closed its stdin and lives on is failed then.
         slot = self._slots[event.slot]
-        if slot.alive and slot.failure is None and not self._closing:
-            self._fail_slot(slot, ServerExited(None, slot.stderr.tail()))
+        if (
+            slot.alive
+            and slot.failure is None
+            and not self._closing
+            and slot.broken_pipe_deadline is None
+        ):
+            slot.broken_pipe_deadline = self._now + self.spec.shutdown_grace
+            self._log("DEBUG", f"slot {slot.index}: {event.reason}; waiting for the exit")
 
     # --- time ------------------------------------------------------------------------------
 
@@ -716,6 +732,10 @@ class SessionMachine:
     def _slot_timers(self, slot: _Slot, now: float) -> None:
         if slot.stop_deadline is not None and slot.stop_deadline <= now:
             self._escalate_stop(slot)
+        if slot.broken_pipe_deadline is not None and slot.broken_pipe_deadline <= now:
+            slot.broken_pipe_deadline = None
+            if slot.alive and slot.failure is None and not self._closing:
+                self._fail_slot(slot, ServerExited(None, slot.stderr.tail()))
         if slot.probe_deadline is not None and slot.probe_deadline <= now:
             slot.probe_deadline = None
             self._forget_internal(slot, _DISCOVER)
@@ -1214,6 +1234,7 @@ class SessionMachine:
     def _spawn(self, slot: _Slot) -> None:
         self._forget_server_requests(slot)
         slot.phase = "spawning"
+        slot.broken_pipe_deadline = None
         slot.retry_at = None
         slot.failure, slot.failure_permanent = None, False
         slot.requests.clear()

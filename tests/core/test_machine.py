@@ -644,16 +644,50 @@ def test_server_exit_mid_call_fails_pending_and_queued_then_reconnects() -> None
     assert h.machine.state == "ready"
 
 
-def test_write_failure_stops_the_process_and_fails_its_work() -> None:
-    h = Harness(era="legacy")
+def test_a_write_failure_waits_for_the_exit_to_name_the_failure() -> None:
+    # A broken pipe is the server exiting: its exit code and stderr make the better error.
+    h = Harness(era="legacy", shutdown_grace=2.0)
     h.connect_legacy()
     t = h.call("x")
-    h.feed(core.WriteFailed(now=0.0, slot=0, reason="broken pipe"))
-    assert isinstance(h.error(t), core.ServerExited)
+    h.feed(core.WriteFailed(now=h.now, slot=0, reason="BrokenPipeError"))
+    assert t not in h.replies and h.machine.next_deadline() == h.now + 2.0
+    h.feed(core.StderrReceived(now=h.now, slot=0, data=b"config missing\n"))
+    h.exited(7)
+    err = h.error(t)
+    assert isinstance(err, core.ServerExited) and err.code == 7
+    assert "config missing" in str(err)
+    assert h.machine.status(h.now).retry_in is not None
+    h.take()
+    h.advance(5.0)  # the restart; the broken-pipe deadline went with the old process
+    assert h.of(core.Spawn) and "code 7" in str(h.machine.status(h.now).last_error)
+
+
+def test_a_write_failure_stops_a_process_that_lives_on() -> None:
+    h = Harness(era="legacy", shutdown_grace=2.0)
+    h.connect_legacy()
+    t = h.call("x")
+    h.feed(core.WriteFailed(now=h.now, slot=0, reason="BrokenPipeError"))
+    h.feed(core.WriteFailed(now=h.now, slot=0, reason="again"))  # one deadline, not two
+    h.advance(1.0)
+    assert t not in h.replies
+    h.advance(1.0)  # it closed its stdin yet lives on: failed, and stopped
+    err = h.error(t)
+    assert isinstance(err, core.ServerExited) and err.code is None
     assert h.of(core.CloseStdin)
-    h.feed(core.WriteFailed(now=0.0, slot=0, reason="again"))  # already failing: no-op
+    h.feed(core.WriteFailed(now=h.now, slot=0, reason="again"))  # already failing: no-op
     h.exited(None)
     assert h.machine.status(h.now).retry_in is not None
+
+
+def test_a_write_failure_while_closing_changes_nothing() -> None:
+    h = Harness(era="legacy", shutdown_grace=2.0)
+    h.connect_legacy()
+    h.feed(core.WriteFailed(now=h.now, slot=0, reason="BrokenPipeError"))
+    stop = h.close()
+    h.advance(2.0)  # the broken-pipe deadline passes during the shutdown: no failure
+    assert h.machine.status(h.now).last_error is None
+    h.exited(0)
+    assert stop in h.replies
 
 
 def test_close_shuts_down_and_answers_everyone() -> None:
