@@ -63,8 +63,10 @@ from mcp_core import (
     reservation_facts,
 )
 
+# One file for both drivers, as the HTTP wire code (mcp_sync/_h11pool.py).
+from mcp_sync._otel import end_call_span, start_call_span
+
 from ._http import HttpExecutor
-from ._otel import end_call_span, start_call_span
 from ._process import ProcessSlot
 
 __all__ = ["Client"]
@@ -327,7 +329,7 @@ class Client:
         your ``SpendGate`` (else ``UnmeteredCall``, nothing sent); the client commits it once
         the request is sent and releases it if the call fails before that (SPEC §10). With
         OpenTelemetry configured, the call is a client span and its trace context goes in
-        ``_meta`` (``_otel.py``).
+        ``_meta`` (``mcp_sync/_otel.py``).
         """
         meta, span = start_call_span(self.name, name, self._spec.transport)
         try:
