@@ -731,7 +731,10 @@ def test_sync_requests_are_written_in_the_order_they_were_started(
     gate = threading.Event()
     opening = executor._open
 
+    connecting = threading.Event()
+
     def held_open(request: Any, origin: Any) -> Any:
+        connecting.set()
         assert gate.wait(WAIT)
         return opening(request, origin)
 
@@ -747,6 +750,7 @@ def test_sync_requests_are_written_in_the_order_they_were_started(
     sync_harness.start(_action(2, server.url + "/sse"))
     sync_harness.wait_for(lambda events: len(_of(events, 2)) >= 2)
     sync_harness.start(_action(3, server.url + "/json?3"))
+    assert connecting.wait(WAIT)  # 3 connects (held) before the connection of 2 is idle
     server.release.set()
     sync_harness.wait_for(lambda events: _finished(events, 2))
     sync_harness.start(_action(4, server.url + "/json?4"))
@@ -756,6 +760,53 @@ def test_sync_requests_are_written_in_the_order_they_were_started(
     _check_json(sync_harness.events, 4)
     assert written == [2, 3, 4]
     assert server.accepted == 2
+
+
+def test_sync_a_request_aborted_while_waiting_its_turn_is_never_written(
+    sync_harness: SyncHarness, server: Server
+) -> None:
+    # Request 3 is held connecting; request 4's worker has the idle connection and waits for
+    # 3 to be written. Aborting 4 wakes that worker: 4 is never written, 3 goes out.
+    executor = sync_harness.executor
+    sync_harness.start(_action(1, server.url + "/json"))
+    sync_harness.wait_for(lambda events: _finished(events, 1))
+    gate = threading.Event()
+    opening = executor._open
+
+    connecting = threading.Event()
+
+    def held_open(request: Any, origin: Any) -> Any:
+        connecting.set()
+        assert gate.wait(WAIT)
+        return opening(request, origin)
+
+    waiting = threading.Event()
+    wait_turn = executor._wait_turn
+
+    def noted_wait_turn(request: Any) -> None:
+        if request.action.stream == 4:
+            waiting.set()
+        wait_turn(request)
+
+    executor._open = held_open  # type: ignore[method-assign]
+    executor._wait_turn = noted_wait_turn  # type: ignore[method-assign]
+    sync_harness.start(_action(2, server.url + "/sse"))  # holds the idle connection
+    sync_harness.wait_for(lambda events: len(_of(events, 2)) >= 2)
+    sync_harness.start(_action(3, server.url + "/json?3"))  # must connect: held
+    assert connecting.wait(WAIT)  # before the connection of 2 is idle again
+    server.release.set()
+    sync_harness.wait_for(lambda events: _finished(events, 2))  # the connection is idle
+    sync_harness.start(_action(4, server.url + "/json?4"))  # takes it, waits for 3
+    assert waiting.wait(WAIT)
+    sync_harness.abort(4)
+    gate.set()
+    sync_harness.wait_for(lambda events: _finished(events, 3))
+    server.wait(lambda: "/json?3" in server.requests)
+    _check_json(sync_harness.events, 3)
+    assert _of(sync_harness.events, 4) == []
+    sync_harness.executor.close(time.monotonic() + WAIT)
+    assert "/json?4" not in server.requests
+    assert sync_harness.executor.in_flight == 0
 
 
 def test_sync_workers_and_connections_are_reused(sync_harness: SyncHarness, server: Server) -> None:
