@@ -720,86 +720,68 @@ def _json_ok(events: list[HttpEvent], stream: int) -> None:
     assert json.loads(body) == {"ok": True}
 
 
+class _SyncTurns:
+    """Request 1 leaves an idle connection; request 2 (/sse) holds it; request 3 must open a
+    connection, and is held there (``gate``); then 2 ends and its connection is idle again,
+    for ``start(4)`` to take at once while 3 is still connecting. Notes which requests
+    entered their wait for a turn (``entered``) and the order they were let go (``written``).
+    """
+
+    def __init__(self, harness: SyncHarness, server: Server) -> None:
+        self.harness, self.server = harness, server
+        self.gate = threading.Event()
+        self.entered: dict[int, threading.Event] = {4: threading.Event()}
+        self.written: list[int] = []
+        executor = harness.executor
+        connecting = threading.Event()
+        opening, waiting = executor._open, executor._wait_turn
+
+        def held_open(request: Any, origin: Any) -> Any:
+            connecting.set()
+            assert self.gate.wait(WAIT)
+            return opening(request, origin)
+
+        def wait_turn(request: Any) -> None:
+            self.entered.setdefault(request.action.stream, threading.Event()).set()
+            waiting(request)
+            self.written.append(request.action.stream)
+
+        harness.start(_action(1, server.url + "/json"))
+        harness.wait_for(lambda events: _finished(events, 1))
+        executor._open = held_open  # type: ignore[method-assign]
+        executor._wait_turn = wait_turn  # type: ignore[method-assign]
+        harness.start(_action(2, server.url + "/sse"))  # takes the idle connection
+        harness.wait_for(lambda events: len(_of(events, 2)) >= 2)
+        harness.start(_action(3, server.url + "/json?3"))  # must connect: held
+        assert connecting.wait(WAIT)  # before the connection of 2 is idle again
+        server.release.set()
+        harness.wait_for(lambda events: _finished(events, 2))  # the connection is idle
+
+
 def test_sync_requests_are_written_in_the_order_they_were_started(
     sync_harness: SyncHarness, server: Server
 ) -> None:
-    # As the async test: request 3 opens a connection (held back), request 4 finds an idle
-    # one at once and still goes second.
-    executor = sync_harness.executor
-    sync_harness.start(_action(1, server.url + "/json"))
-    sync_harness.wait_for(lambda events: _finished(events, 1))
-    gate = threading.Event()
-    opening = executor._open
-
-    connecting = threading.Event()
-
-    def held_open(request: Any, origin: Any) -> Any:
-        connecting.set()
-        assert gate.wait(WAIT)
-        return opening(request, origin)
-
-    executor._open = held_open  # type: ignore[method-assign]
-    written: list[int] = []  # the order requests are let go to write (the server's threads
-    waiting = executor._wait_turn  # may read two connections in either order)
-
-    def wait_turn(request: Any) -> None:
-        waiting(request)
-        written.append(request.action.stream)
-
-    executor._wait_turn = wait_turn  # type: ignore[method-assign]
-    sync_harness.start(_action(2, server.url + "/sse"))
-    sync_harness.wait_for(lambda events: len(_of(events, 2)) >= 2)
-    sync_harness.start(_action(3, server.url + "/json?3"))
-    assert connecting.wait(WAIT)  # 3 connects (held) before the connection of 2 is idle
-    server.release.set()
-    sync_harness.wait_for(lambda events: _finished(events, 2))
+    # As the async test: request 4 finds an idle connection at once and still goes after 3.
+    turns = _SyncTurns(sync_harness, server)
     sync_harness.start(_action(4, server.url + "/json?4"))
-    gate.set()
+    turns.gate.set()
     sync_harness.wait_for(lambda events: _finished(events, 3) and _finished(events, 4))
     _check_json(sync_harness.events, 3)
     _check_json(sync_harness.events, 4)
-    assert written == [2, 3, 4]
+    assert turns.written == [2, 3, 4]
     assert server.accepted == 2
 
 
 def test_sync_a_request_aborted_while_waiting_its_turn_is_never_written(
     sync_harness: SyncHarness, server: Server
 ) -> None:
-    # Request 3 is held connecting; request 4's worker has the idle connection and waits for
-    # 3 to be written. Aborting 4 wakes that worker: 4 is never written, 3 goes out.
-    executor = sync_harness.executor
-    sync_harness.start(_action(1, server.url + "/json"))
-    sync_harness.wait_for(lambda events: _finished(events, 1))
-    gate = threading.Event()
-    opening = executor._open
-
-    connecting = threading.Event()
-
-    def held_open(request: Any, origin: Any) -> Any:
-        connecting.set()
-        assert gate.wait(WAIT)
-        return opening(request, origin)
-
-    waiting = threading.Event()
-    wait_turn = executor._wait_turn
-
-    def noted_wait_turn(request: Any) -> None:
-        if request.action.stream == 4:
-            waiting.set()
-        wait_turn(request)
-
-    executor._open = held_open  # type: ignore[method-assign]
-    executor._wait_turn = noted_wait_turn  # type: ignore[method-assign]
-    sync_harness.start(_action(2, server.url + "/sse"))  # holds the idle connection
-    sync_harness.wait_for(lambda events: len(_of(events, 2)) >= 2)
-    sync_harness.start(_action(3, server.url + "/json?3"))  # must connect: held
-    assert connecting.wait(WAIT)  # before the connection of 2 is idle again
-    server.release.set()
-    sync_harness.wait_for(lambda events: _finished(events, 2))  # the connection is idle
+    # Request 4's worker has the idle connection and waits for 3 to be written. Aborting 4
+    # wakes that worker: 4 is never written, 3 goes out.
+    turns = _SyncTurns(sync_harness, server)
     sync_harness.start(_action(4, server.url + "/json?4"))  # takes it, waits for 3
-    assert waiting.wait(WAIT)
+    assert turns.entered[4].wait(WAIT)
     sync_harness.abort(4)
-    gate.set()
+    turns.gate.set()
     sync_harness.wait_for(lambda events: _finished(events, 3))
     server.wait(lambda: "/json?3" in server.requests)
     _check_json(sync_harness.events, 3)
