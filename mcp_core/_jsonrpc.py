@@ -53,9 +53,12 @@ def error_response(request_id: RequestId, code: int, message: str) -> dict[str, 
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Response:
-    """An answer to one of our requests: exactly one of ``result``/``error`` is set."""
+    """An answer to one of our requests: exactly one of ``result``/``error`` is set.
+
+    Not frozen, unlike its siblings: one is built per answer, and a frozen dataclass's
+    ``__init__`` costs three times as much. Nothing changes it after ``classify``."""
 
     id: RequestId
     result: Mapping[str, Any] | None
@@ -96,10 +99,10 @@ def classify(message: object) -> Incoming:
     if not isinstance(message, dict):
         return InvalidMessage(f"a {type(message).__name__} where a JSON-RPC object was expected")
     method = message.get("method")
-    params = message.get("params", {})
-    if not isinstance(params, dict):
-        params = {}
     if isinstance(method, str):
+        params = message.get("params")
+        if not isinstance(params, dict):
+            params = {}
         if "id" in message:
             if not _is_id(message["id"]):
                 return InvalidMessage(f"request {method!r} with an invalid id")

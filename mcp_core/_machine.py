@@ -185,16 +185,17 @@ class _Work:
     progress: bool = False
     reserved: bool = False  # holds a reservation not yet settled (SPEC §10)
     meta: Mapping[str, Any] | None = None  # the caller's own _meta entries (trace context)
-    # 2026-07-28 multi round-trip requests: what the next round sends back.
+    # 2026-07-28 multi round-trip requests: what the next round sends back. The containers
+    # here and below are made when first needed: one _Work is built per call.
     rounds: int = 0
-    awaiting: set[str] = field(default_factory=set)  # input keys the handlers still owe
-    input_responses: dict[str, Any] = field(default_factory=dict)
+    awaiting: set[str] | None = None  # input keys the handlers still owe
+    input_responses: dict[str, Any] | None = None
     request_state: str | None = None
     slot: int | None = None  # set while a request for it is in flight
     request_id: int | None = None
     # tools/list paging
-    tools: list[Tool] = field(default_factory=list)
-    cursors: set[str] = field(default_factory=set)
+    tools: list[Tool] | None = None
+    cursors: set[str] | None = None
     generation: int = 0
 
 
@@ -379,24 +380,25 @@ class SessionMachine:
 
     def next_deadline(self) -> float | None:
         """The earliest time at which ``TimerFired`` has something to do, or ``None``."""
-        times: list[float] = []
-        work_deadline = self._earliest_work_deadline()
-        if work_deadline is not None:
-            times.append(work_deadline)
-        times.extend(self._waiters.values())
+        # Drivers ask after every event, so this builds nothing: one pass, no list.
+        best = self._earliest_work_deadline()
+        if self._waiters:
+            earliest = min(self._waiters.values())
+            best = earliest if best is None or earliest < best else best
         for slot in self._slots:
             for t in (
                 slot.retry_at,
                 slot.probe_deadline,
                 slot.stop_deadline,
                 slot.broken_pipe_deadline,
+                slot.connect_deadline if slot.phase in ("probing", "initializing") else None,
             ):
-                if t is not None:
-                    times.append(t)
-            times.extend(resume.at for resume in slot.resumes)
-            if slot.phase in ("probing", "initializing") and slot.connect_deadline is not None:
-                times.append(slot.connect_deadline)
-        return min(times) if times else None
+                if t is not None and (best is None or t < best):
+                    best = t
+            for resume in slot.resumes:
+                if best is None or resume.at < best:
+                    best = resume.at
+        return best
 
     @property
     def state(self) -> str:
@@ -502,6 +504,8 @@ class SessionMachine:
                 timeout=event.timeout or self.spec.call_timeout,
                 deadline=self._now + (event.timeout or self.spec.call_timeout),
                 generation=self._tools_generation,
+                tools=[],
+                cursors=set(),
             )
         )
 
@@ -1027,7 +1031,7 @@ class SessionMachine:
 
     def _on_input_answered(self, ticket: int, key: str, event: ServerRequestAnswered) -> None:
         work = self._works.get(ticket)
-        if work is None or key not in work.awaiting or work.slot is None:
+        if work is None or not work.awaiting or key not in work.awaiting or work.slot is None:
             return  # the call ended meanwhile (timeout, cancel, loss)
         if event.result is None:
             self._finish(
@@ -1038,6 +1042,7 @@ class SessionMachine:
             )
             return
         work.awaiting.discard(key)
+        assert work.input_responses is not None  # made with awaiting
         work.input_responses[key] = dict(event.result)
         if not work.awaiting:
             self._retry_with_inputs(self._slots[work.slot], work)
@@ -1052,6 +1057,7 @@ class SessionMachine:
 
     def _on_tools_page(self, slot: _Slot, work: _Work, result: Mapping[str, Any]) -> None:
         raw = result.get("tools")
+        assert work.tools is not None and work.cursors is not None  # a tools/list work
         try:
             if not isinstance(raw, list):
                 raise ValueError("'tools' is missing or not a list")
@@ -1092,8 +1098,9 @@ class SessionMachine:
             return NotReady("closed")
         if self._permanent is not None:
             return self._permanent
-        if self.state == "ready" or any(s.reinitializing for s in self._slots):
-            return None  # work that arrives while a session is re-established waits for it
+        for slot in self._slots:  # "ready" or re-established: work waits for its session
+            if slot.phase == "ready" or slot.reinitializing:
+                return None
         return self._connect_error or NotReady(self.state)
 
     def _not_ready(self) -> NotReady:
@@ -1133,10 +1140,12 @@ class SessionMachine:
             )
 
     def _free_slot(self) -> _Slot | None:
-        cap = self.in_flight_cap
+        cap = 0
         for slot in self._slots:
-            if slot.phase == "ready" and slot.busy < cap:
-                return slot
+            if slot.phase == "ready":
+                cap = cap or self.in_flight_cap
+                if slot.busy < cap:
+                    return slot
         return None
 
     def _pump(self) -> None:

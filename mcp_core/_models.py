@@ -48,6 +48,8 @@ def _json_kind(value: object) -> str:
 
 
 def _mapping(wire: object, what: str) -> Mapping[str, Any]:
+    if type(wire) is dict:  # what the JSON decoder makes: no ABC check needed
+        return wire
     if not isinstance(wire, Mapping):
         raise ValueError(f"{what} must be a JSON object, got {_json_kind(wire)}")
     return wire
@@ -263,8 +265,12 @@ class CallToolResult:
             shown = repr(result_type[:32]) if isinstance(result_type, str) else "not a string"
             raise ValueError(f"tools/call result has resultType {shown}, not 'complete'")
         what = "tools/call result"
-        raw_content: list[Any] = _get(d, "content", what, list, required=False) or []
-        is_error: bool | None = _get(d, "isError", what, bool, required=False)
+        raw_content = d.get("content")
+        if type(raw_content) is not list:  # the common case skips the checks that name it
+            raw_content = _get(d, "content", what, list, required=False) or []
+        is_error = d.get("isError")
+        if is_error is not None and type(is_error) is not bool:
+            _get(d, "isError", what, bool, required=False)  # raises, naming the field
         return cls(
             content=tuple([content_from_wire(block) for block in raw_content]),
             structured_content=d.get("structuredContent"),

@@ -8,8 +8,11 @@ caller's task or thread, where the caller's current span is the parent.
 Cost. Whether ``opentelemetry`` can be imported is checked once, at the first call, and
 remembered: without the package every later call pays one global lookup. With the API but no
 tracer provider configured (the API's proxy or no-op provider), a call pays a provider lookup
-and nothing else: no span, no ``_meta`` entry. Only with a real provider (e.g. the SDK's) is a
-span started and the context injected.
+and nothing else: no span, no ``_meta`` entry. When no provider was set in code and
+``OTEL_PYTHON_TRACER_PROVIDER`` was not in the environment at the first call, that lookup reads
+the API's global directly instead of ``os.environ`` (0.1 us instead of 1 us per call); a
+provider set later with ``set_tracer_provider`` is still seen at once. Only with a real
+provider (e.g. the SDK's) is a span started and the context injected.
 
 What a span holds (OpenTelemetry semantic conventions for MCP, development status): name
 ``tools/call <tool>``, kind CLIENT, ``mcp.method.name``, ``gen_ai.operation.name``
@@ -25,6 +28,7 @@ not the global one): baggage is application data a server has no business seeing
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 __all__ = ["end_call_span", "start_call_span"]
@@ -36,10 +40,12 @@ _TRACER_VERSION = "0.1.0"
 _api: Any = None
 # The tracer of the provider it came from: a provider's get_tracer builds a new object.
 _tracer_of: tuple[object, Any] | None = None
+# Whether the environment named a tracer provider when the API was loaded.
+_provider_from_env = False
 
 
 def _load() -> Any:
-    global _api
+    global _api, _provider_from_env
     if _api is None:
         try:
             trace = importlib.import_module("opentelemetry.trace")
@@ -48,6 +54,7 @@ def _load() -> Any:
             _api = False
         else:
             _api = (trace, tracecontext.TraceContextTextMapPropagator())
+            _provider_from_env = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
     return _api
 
 
@@ -60,6 +67,11 @@ def start_call_span(server: str, tool: str, transport: str) -> tuple[dict[str, s
     if api is False:
         return None, None
     trace, propagator = api
+    if trace.__dict__.get("_TRACER_PROVIDER", trace) is None and not _provider_from_env:
+        # Nothing set in code and, when first checked, nothing named in the environment:
+        # the API's get_tracer_provider() would look in os.environ on every call to find
+        # that out (about 1 us). The global is private, so its absence means "ask the API".
+        return None, None
     provider = trace.get_tracer_provider()
     if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return None, None  # nobody records: skip the work

@@ -359,6 +359,7 @@ def test_a_resume_for_an_answered_request_is_dropped() -> None:
     t = h.call("slow")
     h.sse(h.request("tools/call"), b"id: e\nretry: 1000\ndata:\n\n")
     h.take()
+    assert h.machine.next_deadline() == pytest.approx(0.1)  # the call's, before the resume's
     h.advance(0.1)
     assert isinstance(h.error(t), core.RequestTimeout)
     h.take()

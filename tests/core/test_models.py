@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -195,6 +196,12 @@ RESULTS: list[tuple[dict[str, Any], CallToolResult]] = [
 @pytest.mark.parametrize(("wire", "result"), RESULTS)
 def test_result_from_wire(wire: dict[str, Any], result: CallToolResult) -> None:
     assert CallToolResult.from_wire(wire) == result
+
+
+def test_any_mapping_is_read_like_a_dict() -> None:
+    # The decoder makes dicts; a caller parsing its own data may hand in another mapping.
+    wire = {"content": [MappingProxyType({"type": "text", "text": "ok"})], "isError": False}
+    assert CallToolResult.from_wire(MappingProxyType(wire)) == RESULTS[0][1]
 
 
 @pytest.mark.parametrize(
