@@ -8,7 +8,8 @@ Suites (records in the shared format of /work/notes/bench.md, to
 bench/results/stdio-<run_id>.jsonl; `extra.answered` counts the calls answered without error):
   stdio    per server and client, one fresh worker process (bench/clients/worker.py) that
            measures cold start (spawn to tools listed), then N calls at 1, 16 and 256 in
-           flight (calls/s, p50, p99), then its own peak RSS (children excluded).
+           flight (calls/s, p50, p99), then its own peak RSS (children excluded), then the
+           start of a second client in the same process ("second start").
   import   `import X` timed inside a fresh interpreter (interpreter start-up excluded).
   core     mcp_core alone: calls/s through SessionMachine, events and bytes in, actions out.
   memory   per-session memory: S real sessions in one process (each with its own stdlib-min
@@ -250,6 +251,14 @@ def suite_stdio(plan: Plan, rec: Recorder, repeat: int) -> None:
                 "stdio",
                 client,
                 server_name,
+                "second_start_ms",
+                result["second_start_ms"],
+                repeat=repeat,
+            )
+            rec.add(
+                "stdio",
+                client,
+                server_name,
                 "peak_rss_mib",
                 result["peak_rss_mib"],
                 concurrency=max(concurrencies),
@@ -258,7 +267,8 @@ def suite_stdio(plan: Plan, rec: Recorder, repeat: int) -> None:
             )
             line = [
                 f"stdio {server_name:10} #{repeat} {client:12} "
-                f"cold {result['cold_start_ms']:6.0f} ms"
+                f"cold {result['cold_start_ms']:6.0f} ms "
+                f"(2nd {result['second_start_ms']:4.0f})"
             ]
             for run in result["runs"]:
                 extra = {"answered": run["answered"], "errors": run["errors"]}
