@@ -321,21 +321,24 @@ def targets(m: Medians) -> list[Target]:
                     ),
                 )
             )
+    # The HTTP targets name no driver: both are held to them (raw-h11 is an asyncio
+    # client; no blocking raw HTTP client is measured).
     for server in m.servers("http"):
-        for c in CONCURRENCIES:
-            for other, goal in (("raw-h11", 0.9), ("sdk", 1.5)):
-                out.append(
-                    Target(
-                        f"http C={c}: ours-asyncio / {other}",
-                        ratio(
-                            g("http", server, "ours-asyncio", "calls_per_s", c),
-                            g("http", server, other, "calls_per_s", c),
-                        ),
-                        goal,
-                        True,
-                        server,
+        for ours in ("ours-asyncio", "ours-sync"):
+            for c in CONCURRENCIES:
+                for other, goal in (("raw-h11", 0.9), ("sdk", 1.5)):
+                    out.append(
+                        Target(
+                            f"http C={c}: {ours} / {other}",
+                            ratio(
+                                g("http", server, ours, "calls_per_s", c),
+                                g("http", server, other, "calls_per_s", c),
+                            ),
+                            goal,
+                            True,
+                            server,
+                        )
                     )
-                )
     return out
 
 
