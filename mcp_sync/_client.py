@@ -63,7 +63,7 @@ from mcp_core import (
     reservation_facts,
 )
 
-from ._http import HttpEvent, HttpExecutor
+from ._http import HttpEvent, HttpExecutor, HttpRequest
 from ._otel import end_call_span, start_call_span
 from ._process import ProcessSlot
 
@@ -93,6 +93,8 @@ class _Waiter:
     # The slot whose stdout the caller reads itself while it waits alone, and its thread.
     reader: ProcessSlot | None = None
     thread: int = 0
+    # HTTP: the request its own feed started, which the caller runs itself (_http.py).
+    http: HttpRequest | None = None
 
 
 class Client:
@@ -326,6 +328,8 @@ class Client:
         (KeyboardInterrupt included) feed CancelCall(ticket) and re-raise."""
         waiter = self._submit(make, progress)
         try:
+            if waiter.http is not None:
+                self._http.run(waiter.http, waiter.done)  # its own request, in this thread
             if waiter.reader is not None:
                 # (read without the lock: a caller added before this reply was popped shows)
                 waiter.reader.read_until(waiter.done, lambda: bool(self._waiters))
@@ -337,6 +341,7 @@ class Client:
                 if self._waiters.pop(waiter.ticket, None) is not None:
                     # Gave up before the answer: the machine drops the work, sends no reply.
                     later = self._handle(CancelCall(now=time.monotonic(), ticket=waiter.ticket))
+            self._http.release(waiter.http)  # after the cancel: see HttpExecutor.release
             _perform(later)
             raise
         assert waiter.reply is not None
@@ -360,12 +365,16 @@ class Client:
             event = make(ticket)
             waiter = self._waiters[ticket] = _Waiter(ticket, progress)
             self._peak = max(self._peak, len(self._waiters))
-            later = self._handle(event)
+            later = self._handle(event, None if closing else waiter)
             if not closing and self._alone() and len(self._slots) == 1:
                 # Alone (and one process): read its answer in this thread (see _process.py).
                 (waiter.reader,) = self._slots.values()
                 waiter.thread = threading.get_ident()
-        _perform(later)
+        try:
+            _perform(later)
+        except BaseException:
+            self._http.release(waiter.http)  # will not be run here: a worker runs it
+            raise
         return waiter
 
     def _feed_from(self, slot: ProcessSlot, event: Event) -> None:
@@ -386,9 +395,10 @@ class Client:
                 later = self._handle(event)
         _perform(later)
 
-    def _handle(self, event: Event) -> list[Callable[[], None]]:
+    def _handle(self, event: Event, caller: _Waiter | None = None) -> list[Callable[[], None]]:
         """With the lock held: record and handle ``event``, perform the actions that cannot
-        block, and return the others (to run once the lock is released)."""
+        block, and return the others (to run once the lock is released). ``caller``: the
+        waiter whose own event this is; it runs the HTTP request its event starts."""
         if self._state == "stopped":
             return []  # late reader output after stop: nobody listens any more
         # Threads read the clock before taking the lock: keep `now` monotonic in feed order.
@@ -421,7 +431,10 @@ class Client:
                 if action.slot in self._slots:
                     self._slots[action.slot].perform(action, alone=self._alone())
             elif isinstance(action, StartHttp):
-                self._http.start(action)  # starts a thread; never blocks
+                if caller is not None and caller.http is None:
+                    caller.http = self._http.start(action, inline=True)  # see _http.py
+                else:
+                    self._http.start(action)  # starts a thread; never blocks
             elif isinstance(action, AbortHttp):
                 self._http.abort(action.stream)  # shuts its socket down; never blocks
             elif isinstance(action, SettleReservation):
