@@ -271,8 +271,9 @@ class Client:
         progress: ProgressCallback | None = None,
     ) -> CallToolResult:
         """Call tool ``name``. ``progress(progress, total, message)`` is called for each
-        progress notification from the thread that read it (a driver thread, or this caller's
-        own while it waits alone); its exceptions are logged. A priced tool
+        progress notification from the thread that read it: this caller's own while it reads
+        its answer itself (over HTTP, its own request; over stdio, while it waits alone), else
+        a driver thread; its exceptions are logged. A priced tool
         (the spec's ``prices``) needs ``reservation=`` from your ``SpendGate`` (else
         ``UnmeteredCall``, nothing sent); the client commits it once the request is sent and
         releases it if the call fails before that (SPEC §10). With OpenTelemetry configured,
