@@ -106,7 +106,7 @@ class Plan:
     concurrencies: tuple[int, ...] = CONCURRENCIES
     warmup: int = 200
     core_n: int = 200_000
-    sessions: int = 100
+    sessions: int = 1000  # the 1,000 idle sessions, each with its own server process
     machines: int = 1000
     flood: int = 10_000
     import_repeats: int = 5  # per repeat: import times are the noisiest figure here
