@@ -10,7 +10,6 @@ with a deadline."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import signal
@@ -52,7 +51,7 @@ def _log(text: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/message", "params": params}
 
 
-class McpServer:
+class McpServer(executor_tests.Server):
     """A legacy-era Streamable HTTP server (POST /mcp) and three plain routes, on 127.0.0.1.
 
     Tools: echo(text) answers JSON. progress(text) answers SSE: a progress notification (if the
@@ -66,70 +65,26 @@ class McpServer:
     the client closes).
     `calls` lists what each request asked for ("echo:<text>", "tools/list:<cursor>",
     "cancelled:<request id>", "/json?1", ...) and `open` counts connections the client has
-    not closed (the server reads EOF).
+    not closed (the server reads EOF). Connections (accept, keep-alive, counts, close) are
+    handled as in the executor tests' `Server`, which this one only gives other routes.
     """
 
     def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.origin = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        self.url = self.origin + "/mcp"
-        self.changed = threading.Condition()
         self.calls: list[str] = []
-        self.accepted = 0
-        self.open = 0
         self.linger = threading.Event()
         self.finish = threading.Event()
-        self._connections: list[socket.socket] = []
-        self._threads = [threading.Thread(target=self._accept, daemon=True)]
-        self._threads[0].start()
+        super().__init__()
+        self.origin = self.url
+        self.url = self.origin + "/mcp"
 
-    def wait(self, predicate: Callable[[], bool], what: str) -> None:
+    def saw(self, predicate: Callable[[], bool], what: str) -> None:
         with self.changed:
             assert self.changed.wait_for(predicate, WAIT), f"the server never saw {what}"
 
     def close(self) -> None:
         self.linger.set()
         self.finish.set()
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)
-        self._listener.close()
-        with self.changed:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-        for thread in self._threads:
-            thread.join(WAIT)
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:
-                return
-            with self.changed:
-                self.accepted += 1
-                self.open += 1
-                self._connections.append(connection)
-                self.changed.notify_all()
-            thread = threading.Thread(target=self._serve, args=(connection,), daemon=True)
-            self._threads.append(thread)
-            thread.start()
-
-    def _serve(self, connection: socket.socket) -> None:
-        peer = h11.Connection(h11.SERVER)
-        try:
-            while (request := _read_request(peer, connection)) is not None:
-                if not self._respond(peer, connection, *request):
-                    break
-                peer.start_next_cycle()
-        except (OSError, h11.ProtocolError):
-            pass
-        finally:
-            connection.close()
-            with self.changed:
-                self.open -= 1
-                self.changed.notify_all()
+        super().close()
 
     def _note(self, call: str) -> None:
         with self.changed:
@@ -164,7 +119,7 @@ class McpServer:
             send(h11.EndOfMessage())
         elif target == "/stall":
             send(sse_head, h11.Data(data=b"data: one\n\n"))
-            _read_until_eof(connection)
+            executor_tests._read_until_eof(connection)
             return False
         elif method == "GET":
             answer(405, None, ("Allow", "POST, DELETE"))
@@ -227,10 +182,10 @@ class McpServer:
             send(sse_head, h11.Data(data=_sse(result)))
             self.linger.wait(WAIT)
             send(h11.Data(data=_sse(_log("after"))))
-            _read_until_eof(connection)
+            executor_tests._read_until_eof(connection)
             return False
         elif name == "stall":
-            _read_until_eof(connection)
+            executor_tests._read_until_eof(connection)
             return False
         elif name == "cut":
             data = json.dumps(result).encode()
@@ -247,32 +202,6 @@ def _tool(name: str) -> dict[str, Any]:
 
 def _text(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": False}
-
-
-def _read_request(
-    peer: h11.Connection, connection: socket.socket
-) -> tuple[h11.Request, bytes] | None:
-    request: h11.Request | None = None
-    body = b""
-    while True:
-        event = peer.next_event()
-        if event is h11.NEED_DATA:
-            peer.receive_data(connection.recv(65536))
-        elif isinstance(event, h11.Request):
-            request = event
-        elif isinstance(event, h11.Data):
-            body += event.data
-        elif isinstance(event, h11.EndOfMessage):
-            assert request is not None
-            return request, body
-        else:
-            return None  # ConnectionClosed
-
-
-def _read_until_eof(connection: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        while connection.recv(65536):
-            pass
 
 
 @pytest.fixture
@@ -383,7 +312,7 @@ def test_a_timeout_while_the_caller_waits_for_data(server: McpServer) -> None:
         with pytest.raises(core.RequestTimeout):
             client.call_tool("stall", {}, timeout=0.3)
         # The abort woke the caller and closed the connection (the server reads EOF).
-        server.wait(lambda: server.open <= 1, "the stalled connection closed")
+        server.saw(lambda: server.open <= 1, "the stalled connection closed")
         assert client.call_tool("echo", {"text": "later"}).text == "later"
 
 
@@ -395,7 +324,7 @@ def test_an_sse_answer_whose_stream_stays_open(server: McpServer, records: _Reco
         server.linger.set()
         assert records.wait_for("after").startswith("mcp-sync-http-")
         assert client.call_tool("echo", {"text": "meanwhile"}).text == "meanwhile"
-    server.wait(lambda: server.open == 0, "every connection closed")
+    server.saw(lambda: server.open == 0, "every connection closed")
 
 
 def test_a_connection_cut_in_the_middle_of_the_answer(server: McpServer) -> None:
@@ -420,13 +349,13 @@ def test_stop_while_a_caller_waits_for_data(server: McpServer) -> None:
 
     thread = threading.Thread(target=caller)
     thread.start()
-    server.wait(lambda: "stall:" in server.calls, "the stalled call")
+    server.saw(lambda: "stall:" in server.calls, "the stalled call")
     client.stop()
     thread.join(WAIT)
     assert not thread.is_alive()
     assert len(raised) == 1 and isinstance(raised[0], core.NotReady), raised
     assert _driver_threads() == []
-    server.wait(lambda: server.open == 0, "every connection closed")
+    server.saw(lambda: server.open == 0, "every connection closed")
 
 
 def test_a_paginated_list_the_pages_after_the_first_go_to_workers(server: McpServer) -> None:
@@ -464,7 +393,7 @@ def test_ctrl_c_while_the_main_thread_runs_its_request(server: McpServer) -> Non
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready"
-        server.wait(lambda: "stall:" in server.calls, "the stalled call")
+        server.saw(lambda: "stall:" in server.calls, "the stalled call")
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=30)
     finally:
@@ -476,7 +405,7 @@ def test_ctrl_c_while_the_main_thread_runs_its_request(server: McpServer) -> Non
     # The interrupted call was cancelled: the server was told, and the child closed every
     # connection before it exited.
     assert any(call.startswith("cancelled:") for call in server.calls), server.calls
-    server.wait(lambda: server.open == 0, "every connection closed")
+    server.saw(lambda: server.open == 0, "every connection closed")
 
 
 # --- the executor alone ----------------------------------------------------------------------
@@ -658,7 +587,7 @@ def test_an_interrupt_while_reading_closes_the_connection(
     with pytest.raises(KeyboardInterrupt):
         harness.executor.run(request, _Interrupting(lambda: len(harness.of(1)) == 2))  # type: ignore[arg-type]
     assert len(harness.of(1)) == 2  # head and first event, fed by the caller
-    server.wait(lambda: server.open == 0, "the connection closed")
+    server.saw(lambda: server.open == 0, "the connection closed")
     assert harness.executor.in_flight == 0
     assert harness.executor.is_live(1)
     harness.executor.release(request)
@@ -720,7 +649,7 @@ def test_an_interrupt_while_sending_fails_the_request_once(
     events = harness.of(1)
     assert len(events) == 1 and isinstance(events[0], HttpFailed), events
     assert "interrupted" in events[0].reason
-    server.wait(lambda: server.open == 0, "the connection closed")
+    server.saw(lambda: server.open == 0, "the connection closed")
     assert harness.executor.in_flight == 0
 
 
@@ -733,7 +662,7 @@ def test_abort_wakes_a_caller_waiting_for_data(harness: Harness, server: McpServ
     harness.executor.run(request, threading.Event())  # returns once aborted
     aborter.join(WAIT)
     assert len(harness.of(1)) == 2  # nothing fed after the abort
-    server.wait(lambda: server.open == 0, "the connection closed")
+    server.saw(lambda: server.open == 0, "the connection closed")
     assert harness.executor.in_flight == 0
 
 
@@ -744,7 +673,7 @@ def test_close_ends_a_handed_over_stream(harness: Harness, server: McpServer) ->
     harness.executor.run(request, done)  # handed over at its first wait for data
     assert not harness.ended(1)
     harness.close()
-    server.wait(lambda: server.open == 0, "the connection closed")
+    server.saw(lambda: server.open == 0, "the connection closed")
     assert not harness.ended(1)  # an aborted stream gets no more events
 
 
