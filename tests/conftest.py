@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -104,6 +106,24 @@ def _process_table() -> dict[int, tuple[int, int, str]]:
         fields = stat[stat.rindex(")") + 2 :].split()
         table[int(entry)] = (int(fields[1]), int(fields[2]), fields[0])
     return table
+
+
+def interrupt_child(script: str, *first_lines: str) -> tuple[list[str], int]:
+    """Run ``script`` in a child interpreter, read each of ``first_lines`` from its stdout (in
+    order: they show it got where the interrupt should land), send it SIGINT, and return the
+    rest of its stdout, without progress lines ("in flight..."), and its exit code. A child
+    still running after 30 s is killed and the test fails."""
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        for line in first_lines:
+            assert child.stdout.readline() == line + "\n"
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=30)
+    finally:
+        child.kill()
+        child.wait()
+    return [line for line in out.splitlines() if not line.startswith("in flight")], child.returncode
 
 
 def children_of(pid: int, *, include_zombies: bool = True) -> list[int]:

@@ -4,14 +4,12 @@ receives a real SIGINT while a call is in flight."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from tests.conftest import fault_server_argv
+from tests.conftest import fault_server_argv, interrupt_child
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -42,16 +40,6 @@ def test_keyboard_interrupt_stops_the_server(backend: str) -> None:
         print("left", children_of(os.getpid()), flush=True)
         """
     )
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline() == "children 1\n"
-        assert child.stdout.readline() == "in flight\n"
-        child.send_signal(signal.SIGINT)
-        out, _ = child.communicate(timeout=30)
-    finally:
-        child.kill()
-        child.wait()
-    lines = [line for line in out.splitlines() if line != "in flight"]
+    lines, returncode = interrupt_child(script, "children 1", "in flight")
     assert lines == ["interrupted", "left []"]
-    assert child.returncode == 0
+    assert returncode == 0

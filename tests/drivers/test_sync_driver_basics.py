@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import textwrap
 import threading
@@ -15,7 +13,13 @@ import pytest
 
 from mcp_core import InvalidSpec, NotReady, Spec
 from mcp_sync import Client
-from tests.conftest import children_of, everything_argv, fault_server_argv, py_server_argv
+from tests.conftest import (
+    children_of,
+    everything_argv,
+    fault_server_argv,
+    interrupt_child,
+    py_server_argv,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -123,17 +127,8 @@ def test_keyboard_interrupt_cancels_the_call_and_tells_the_server() -> None:
         print("stopped", children_of(os.getpid()), flush=True)
         """
     )
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline() == "in flight\n"
-        child.send_signal(signal.SIGINT)
-        out, _ = child.communicate(timeout=20)
-    finally:
-        child.kill()
-        child.wait()
-    lines = [line for line in out.splitlines() if line != "in flight"]
+    lines, returncode = interrupt_child(script, "in flight")
     assert lines[0] == "interrupted 0"
     assert len(json.loads(lines[1].removeprefix("cancelled "))) == 1  # notifications/cancelled
     assert lines[2:] == ["stopped []"]
-    assert child.returncode == 0
+    assert returncode == 0

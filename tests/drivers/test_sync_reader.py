@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -23,7 +22,7 @@ import pytest
 import mcp_core as core
 from mcp_sync import Client
 from mcp_sync._process import ProcessSlot
-from tests.conftest import children_of, fault_server_argv, wait_until
+from tests.conftest import children_of, fault_server_argv, interrupt_child, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -208,18 +207,9 @@ def test_ctrl_c_while_the_caller_reads() -> None:
         print("stopped", children_of(os.getpid()), left, flush=True)
         """
     )
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline() == "in flight True\n"
-        child.send_signal(signal.SIGINT)
-        out, _ = child.communicate(timeout=30)
-    finally:
-        child.kill()
-        child.wait()
-    lines = [line for line in out.splitlines() if not line.startswith("in flight")]
+    lines, returncode = interrupt_child(script, "in flight True")
     assert lines == ["interrupted 0", "echo still here", "stopped [] []"]
-    assert child.returncode == 0
+    assert returncode == 0
 
 
 class _Abandoned(BaseException):
