@@ -436,6 +436,7 @@ class Client:
                     waiter.set(action)
             case Spawn():
                 slot = self._slots[action.slot] = ProcessSlot(action.slot, self._feed_from, _now)
+                slot.generation = action.generation
                 assert self._tasks is not None
                 self._tasks.start_soon(self._run_slot, slot, action)
             case CloseStdin():
@@ -493,10 +494,7 @@ class Client:
         except Exception as exc:
             _log.exception("the %s handler raised; the server gets an error", action.method)
             answer = ServerRequestAnswered(
-                now=_now(),
-                handle=action.handle,
-                error_code=-32603,
-                error_message=type(exc).__name__,
+                now=_now(), handle=action.handle, failed=type(exc).__name__
             )
         else:
             answer = ServerRequestAnswered(now=_now(), handle=action.handle, result=dict(result))

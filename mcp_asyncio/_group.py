@@ -3,7 +3,7 @@
 The same API as ``mcp_sync.ClientGroup``, awaited. Each client lives in a task of the group's
 task group from its ``start()`` to its ``stop()`` (a ``Client`` must be started and stopped by
 the same task), so the clients stop concurrently when the group ends. The naming rules, the
-routing table and the reading of specs (``mcp_core.plan_group``) are the core's, shared with
+routing table and the reading of specs (``mcp_core.group.plan_group``) are the core's, shared with
 the blocking driver.
 """
 
@@ -23,14 +23,12 @@ from anyio.abc import TaskStatus
 
 from mcp_core import (
     CallToolResult,
-    GroupSpecs,
     McpError,
     NotReady,
     Status,
     Tool,
-    down_error,
-    plan_group,
 )
+from mcp_core.group import GroupSpecs, down_error, plan_group
 
 from ._client import Client
 
@@ -67,7 +65,7 @@ class ClientGroup:
     failed connect attempt (it keeps retrying in the background); each client's own
     ``await_ready`` keeps its spec's ``fail_fast``. See ``mcp_sync.ClientGroup``.
 
-    Tool names are ``mcp__<server>__<tool>`` (see ``mcp_core.ToolTable``); the key of a
+    Tool names are ``mcp__<server>__<tool>`` (see ``mcp_core.group.ToolTable``); the key of a
     server in ``specs`` is its name there, in ``status()`` and in ``clients``.
     """
 

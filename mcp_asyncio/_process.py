@@ -54,6 +54,7 @@ class ProcessSlot:
         self, slot: int, feed: Callable[[ProcessSlot, Event], None], now: Callable[[], float]
     ) -> None:
         self.slot = slot
+        self.generation = 0  # the Spawn this process answers (set when it starts)
         self._feed_to = feed
         self._now = now
         self.process: Process | None = None
@@ -131,7 +132,11 @@ class ProcessSlot:
             return
         self.process = process
         try:
-            self._feed(ProcessSpawned(now=self._now(), slot=self.slot, pid=process.pid))
+            self._feed(
+                ProcessSpawned(
+                    now=self._now(), slot=self.slot, generation=self.generation, pid=process.pid
+                )
+            )
             async with anyio.create_task_group() as pumps:
                 pumps.start_soon(self._write_stdin)
                 stderr_done = anyio.Event()
@@ -141,7 +146,14 @@ class ProcessSlot:
                 with anyio.move_on_after(_STDERR_DRAIN):
                     await stderr_done.wait()
                 pumps.cancel_scope.cancel()  # the writer: nobody reads stdin any more
-            self._feed(ProcessExited(now=self._now(), slot=self.slot, returncode=returncode))
+            self._feed(
+                ProcessExited(
+                    now=self._now(),
+                    slot=self.slot,
+                    generation=self.generation,
+                    returncode=returncode,
+                )
+            )
         finally:
             self._backlog.clear()
             self._close_pipe()  # later writes are dropped once the process is gone
@@ -177,7 +189,15 @@ class ProcessSlot:
             if exc.filename is not None:
                 reason = f"{reason}: {exc.filename}"
             missing = isinstance(exc, _MISSING)
-            self._feed(SpawnFailed(now=self._now(), slot=self.slot, reason=reason, missing=missing))
+            self._feed(
+                SpawnFailed(
+                    now=self._now(),
+                    slot=self.slot,
+                    generation=self.generation,
+                    reason=reason,
+                    missing=missing,
+                )
+            )
             return None
         finally:
             os.close(theirs)
@@ -196,7 +216,14 @@ class ProcessSlot:
                 self._flush()
             if self._failure is not None:
                 self._close_pipe()
-                self._feed(WriteFailed(now=self._now(), slot=self.slot, reason=self._failure))
+                self._feed(
+                    WriteFailed(
+                        now=self._now(),
+                        slot=self.slot,
+                        generation=self.generation,
+                        reason=self._failure,
+                    )
+                )
                 return
             if self._closing:
                 self._close_pipe()
@@ -221,16 +248,24 @@ class ProcessSlot:
         assert process.stdout is not None
         try:
             async for chunk in process.stdout:
-                self._feed(StdoutReceived(now=self._now(), slot=self.slot, data=chunk))
+                self._feed(
+                    StdoutReceived(
+                        now=self._now(), slot=self.slot, generation=self.generation, data=chunk
+                    )
+                )
         except (anyio.BrokenResourceError, OSError):
             pass  # a broken pipe ends the stream like EOF does
-        self._feed(StdoutClosed(now=self._now(), slot=self.slot))
+        self._feed(StdoutClosed(now=self._now(), slot=self.slot, generation=self.generation))
 
     async def _read_stderr(self, process: Process, done: anyio.Event) -> None:
         assert process.stderr is not None
         try:
             async for chunk in process.stderr:
-                self._feed(StderrReceived(now=self._now(), slot=self.slot, data=chunk))
+                self._feed(
+                    StderrReceived(
+                        now=self._now(), slot=self.slot, generation=self.generation, data=chunk
+                    )
+                )
         except (anyio.BrokenResourceError, OSError):
             pass
         done.set()

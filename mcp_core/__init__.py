@@ -3,6 +3,18 @@
 Everything the protocol decides is decided here; the drivers (``mcp_asyncio``, ``mcp_sync``)
 only move bytes, spawn processes and keep time. Feed ``SessionMachine.handle`` events, perform
 the actions it returns, and re-arm one timer to ``next_deadline()``.
+
+This module is the protocol surface: the machine, its events and actions, ``Spec``, the wire
+models, the errors, tool names, the protocol versions, and the spend protocol a user implements
+for priced tools. ``load_config`` (with ``LoadedConfig`` and ``InvalidConfig``) is here too, as
+well as in its own module. The rest is in public submodules, each with its own ``__all__``:
+
+- ``mcp_core.config``: reading ``.mcp.json`` files.
+- ``mcp_core.replay``: recording a session and replaying it through a fresh machine.
+- ``mcp_core.group``: what a ``ClientGroup`` decides without I/O (which servers get a client,
+  tool names across servers).
+- ``mcp_core.driver``: what a driver needs besides the machine (the child's environment, the
+  facts of a reservation), for writing a driver for another framework.
 """
 
 from ._actions import (
@@ -64,8 +76,6 @@ from ._events import (
     TimerFired,
     WriteFailed,
 )
-from ._group_names import ToolTable, server_parts
-from ._group_plan import GroupPlan, GroupSpecs, LoadedConfigLike, down_error, plan_group
 from ._machine import HANDLED_REQUESTS, SessionMachine
 from ._models import (
     AudioContent,
@@ -79,20 +89,11 @@ from ._models import (
     UnknownContent,
 )
 from ._names import normalise_server, parse_tool_name, tool_name
-from ._replay import Recorder, decode_event, encode_action, encode_event, replay, replay_lines
 from ._spec import Spec
-from ._spend import (
-    BudgetExhausted,
-    InMemorySpendGate,
-    Reservation,
-    SpendGate,
-    reservation_facts,
-)
-from ._stdio import INHERITED_ENV, inherit_environment
+from ._spend import BudgetExhausted, InMemorySpendGate, Reservation, SpendGate
 
 __all__ = [
     "HANDLED_REQUESTS",
-    "INHERITED_ENV",
     "LATEST_LEGACY",
     "LEGACY_VERSIONS",
     "MODERN_VERSION",
@@ -112,8 +113,6 @@ __all__ = [
     "ElicitationComplete",
     "EmbeddedResource",
     "Event",
-    "GroupPlan",
-    "GroupSpecs",
     "HandleServerRequest",
     "HttpBodyReceived",
     "HttpError",
@@ -129,7 +128,6 @@ __all__ = [
     "JsonRpcError",
     "ListTools",
     "LoadedConfig",
-    "LoadedConfigLike",
     "Log",
     "McpError",
     "MessageTooLarge",
@@ -138,7 +136,6 @@ __all__ = [
     "ProcessExited",
     "ProcessSpawned",
     "ProgressUpdate",
-    "Recorder",
     "Reply",
     "RequestTimeout",
     "Reservation",
@@ -161,7 +158,6 @@ __all__ = [
     "TextContent",
     "TimerFired",
     "Tool",
-    "ToolTable",
     "UnknownContent",
     "UnknownTool",
     "UnmeteredCall",
@@ -169,18 +165,8 @@ __all__ = [
     "UrlElicitationRequired",
     "WriteFailed",
     "WriteStdin",
-    "decode_event",
-    "down_error",
-    "encode_action",
-    "encode_event",
-    "inherit_environment",
     "load_config",
     "normalise_server",
     "parse_tool_name",
-    "plan_group",
-    "replay",
-    "replay_lines",
-    "reservation_facts",
-    "server_parts",
     "tool_name",
 ]

@@ -44,10 +44,12 @@ class Spawn(Action):
     driver's own environment, then ``env`` on top. The core decides which names to inherit
     and never sees their values (SPEC §2, §8). Answer with ``ProcessSpawned`` or
     ``SpawnFailed``; then feed ``StdoutReceived``/``StderrReceived``/``StdoutClosed`` and,
-    once the process ended, ``ProcessExited``.
+    once the process ended, ``ProcessExited``, each carrying this ``generation`` (unique per
+    machine: it tells this process from an earlier one of the same slot).
     """
 
     slot: int
+    generation: int
     argv: tuple[str, ...]
     inherit: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)

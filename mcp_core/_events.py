@@ -6,7 +6,10 @@ monotonic clock in seconds. The machine never reads a clock of its own (SPEC §2
 Caller events carry a ``ticket``: an integer the driver picks, unique per client, that the
 machine echoes in the ``Reply`` (and ``ProgressUpdate``) actions meant for that caller.
 Transport events carry a ``slot``: the index of the connection they concern (always 0 except
-with ``concurrency='pooled'``, which runs ``pool_size`` connections).
+with ``concurrency='pooled'``, which runs ``pool_size`` connections). Process events also carry
+the ``generation`` of the ``Spawn`` that started their process: a slot's process may be given up
+on (after SIGKILL) and replaced while the old one still prints or exits, and the machine drops
+the events of every process but the slot's current one. A driver feeds them all.
 """
 
 from __future__ import annotations
@@ -130,6 +133,7 @@ class ProcessSpawned(Event):
     """The process asked for by ``Spawn(slot)`` is running."""
 
     slot: int
+    generation: int
     pid: int
 
 
@@ -139,6 +143,7 @@ class SpawnFailed(Event):
     not executable: a permanent failure that is never retried (SPEC §7)."""
 
     slot: int
+    generation: int
     reason: str
     missing: bool = False
 
@@ -148,6 +153,7 @@ class StdoutReceived(Event):
     """Bytes read from the server's stdout, split anywhere."""
 
     slot: int
+    generation: int
     data: bytes
 
 
@@ -156,6 +162,7 @@ class StdoutClosed(Event):
     """The server's stdout reached end of file."""
 
     slot: int
+    generation: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,6 +170,7 @@ class StderrReceived(Event):
     """Bytes read from the server's stderr."""
 
     slot: int
+    generation: int
     data: bytes
 
 
@@ -171,6 +179,7 @@ class ProcessExited(Event):
     """The server process ended (``returncode`` is negative for a signal, as in Python)."""
 
     slot: int
+    generation: int
     returncode: int | None
 
 
@@ -179,6 +188,7 @@ class WriteFailed(Event):
     """A ``WriteStdin`` could not be completed (broken pipe)."""
 
     slot: int
+    generation: int
     reason: str
 
 
@@ -231,13 +241,13 @@ class HttpFailed(Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerRequestAnswered(Event):
     """The application's handler answered ``HandleServerRequest(handle)``: with ``result``,
-    or with a JSON-RPC error (``error_code``, ``error_message``) when it refused or raised."""
+    or it raised, and ``failed`` names the exception's class (never its message: it may hold
+    what the user typed). The machine chooses the JSON-RPC error the server gets."""
 
     handle: int
     result: Mapping[str, Any] | None = None
-    error_code: int | None = None
-    error_message: str | None = None
+    failed: str | None = None
 
     def __post_init__(self) -> None:
-        if (self.result is None) == (self.error_code is None):
-            raise ValueError("give exactly one of result or error_code")
+        if (self.result is None) == (self.failed is None):
+            raise ValueError("give exactly one of result or failed")

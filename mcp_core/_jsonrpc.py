@@ -29,6 +29,7 @@ __all__ = [
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28 basic/index §Error Codes
 
 RequestId = int | str

@@ -229,6 +229,7 @@ class _Slot:
 
     index: int
     decoder: LineDecoder
+    generation: int = 0  # the Spawn whose process events count; 0: none (given up on)
     stderr: StderrRing = field(default_factory=StderrRing)
     phase: str = "idle"  # idle | spawning | probing | initializing | ready
     alive: bool = False  # a process was spawned and has not exited
@@ -338,6 +339,7 @@ class SessionMachine:
         self._close_tickets: list[int] = []
         self._started = False
         self._closing = False
+        self._generations = 0  # Spawn actions so far: the last one's generation
         self._next_id = 0
         self._jitter = Jitter(spec.jitter_seed)
         self._tools: list[Tool] | None = None
@@ -593,8 +595,25 @@ class SessionMachine:
 
     # --- process events ------------------------------------------------------------------
 
-    def _on_spawned(self, event: ProcessSpawned) -> None:
+    def _process_slot(
+        self,
+        event: ProcessSpawned
+        | SpawnFailed
+        | StdoutReceived
+        | StdoutClosed
+        | StderrReceived
+        | ProcessExited
+        | WriteFailed,
+    ) -> _Slot | None:
+        """The slot of a process event, or None when the event is from a process the slot
+        no longer runs (given up on after SIGKILL, or replaced): such events are dropped."""
         slot = self._slots[event.slot]
+        return slot if event.generation == slot.generation else None
+
+    def _on_spawned(self, event: ProcessSpawned) -> None:
+        slot = self._process_slot(event)
+        if slot is None:
+            return
         slot.alive = True
         if self._closing:
             slot.phase = "idle"
@@ -632,7 +651,9 @@ class SessionMachine:
             self._send_request(slot, _DISCOVER, discover_params(self._capabilities), _DISCOVER)
 
     def _on_spawn_failed(self, event: SpawnFailed) -> None:
-        slot = self._slots[event.slot]
+        slot = self._process_slot(event)
+        if slot is None:
+            return
         slot.phase = "idle"
         if self._closing:
             self._check_closed()
@@ -642,7 +663,9 @@ class SessionMachine:
         )
 
     def _on_stdout(self, event: StdoutReceived) -> None:
-        slot = self._slots[event.slot]
+        slot = self._process_slot(event)
+        if slot is None:
+            return
         for frame in slot.decoder.feed(event.data):
             if isinstance(frame, Message):
                 # 2025-03-26 basic/index: implementations "MUST support receiving" batches.
@@ -656,13 +679,20 @@ class SessionMachine:
                 self._on_oversized(slot, frame)
 
     def _on_stdout_closed(self, event: StdoutClosed) -> None:
-        self._log("DEBUG", f"slot {event.slot}: stdout closed")
+        if self._process_slot(event) is not None:
+            self._log("DEBUG", f"slot {event.slot}: stdout closed")
 
     def _on_stderr(self, event: StderrReceived) -> None:
-        self._slots[event.slot].stderr.feed(event.data)
+        slot = self._process_slot(event)
+        if slot is not None:
+            slot.stderr.feed(event.data)
 
     def _on_exited(self, event: ProcessExited) -> None:
-        slot = self._slots[event.slot]
+        slot = self._process_slot(event)
+        if slot is not None:
+            self._exited(slot, event.returncode)
+
+    def _exited(self, slot: _Slot, returncode: int | None) -> None:
         slot.alive = False
         slot.broken_pipe_deadline = None
         slot.stop_stage, slot.stop_deadline = _STOP_NONE, None
@@ -672,9 +702,9 @@ class SessionMachine:
         elif slot.failure is not None:
             self._process_gone(slot)
         elif slot.phase == "ready":
-            self._fail_slot(slot, ServerExited(event.returncode, slot.stderr.tail()))
+            self._fail_slot(slot, ServerExited(returncode, slot.stderr.tail()))
         else:
-            detail = f"the server exited with code {event.returncode} during the handshake"
+            detail = f"the server exited with code {returncode} during the handshake"
             tail = slot.stderr.tail()
             self._fail_slot(
                 slot, ConnectFailed(f"{detail}; last stderr:\n{tail}" if tail else detail)
@@ -684,9 +714,10 @@ class SessionMachine:
         # A broken pipe is nearly always the server exiting: its exit status and stderr say
         # more than "broken pipe", so the failure waits up to shutdown_grace for
         # ProcessExited; a server that closed its stdin and lives on is failed then.
-        slot = self._slots[event.slot]
+        slot = self._process_slot(event)
         if (
-            slot.alive
+            slot is not None
+            and slot.alive
             and slot.failure is None
             and not self._closing
             and slot.broken_pipe_deadline is None
@@ -834,9 +865,12 @@ class SessionMachine:
         elif event.result is not None:
             self._write(slot, rpc.result_response(request_id, event.result))
         else:
-            assert event.error_code is not None
+            # The application's handler failed: the error is on our side of the request.
             self._write(
-                slot, rpc.error_response(request_id, event.error_code, event.error_message or "")
+                slot,
+                rpc.error_response(
+                    request_id, rpc.INTERNAL_ERROR, f"the client's handler failed: {event.failed}"
+                ),
             )
 
     def _on_notification(self, slot: _Slot, note: rpc.Notification) -> None:
@@ -1037,7 +1071,7 @@ class SessionMachine:
             self._finish(
                 work,
                 error=JsonRpcError(
-                    event.error_code or 0, event.error_message or "the handler failed", None
+                    rpc.INTERNAL_ERROR, f"the client's handler failed: {event.failed}", None
                 ),
             )
             return
@@ -1257,9 +1291,12 @@ class SessionMachine:
             self._open(slot)
             return
         assert self.spec.command is not None
+        self._generations += 1
+        slot.generation = self._generations
         self._out.append(
             Spawn(
                 slot=slot.index,
+                generation=slot.generation,
                 argv=(self.spec.command, *self.spec.args),
                 inherit=INHERITED_ENV,
                 env=dict(self.spec.env),
@@ -1367,7 +1404,8 @@ class SessionMachine:
             # SIGKILL cannot be ignored; a process still not reported gone is the driver's to
             # reap. Stop waiting so that nothing hangs on it.
             self._log("ERROR", f"slot {slot.index}: process not reported gone after SIGKILL")
-            self._on_exited(ProcessExited(now=self._now, slot=slot.index, returncode=None))
+            slot.generation = 0  # whatever that process still sends is dropped
+            self._exited(slot, None)
 
     def _check_closed(self) -> None:
         if self._closing and self._all_gone():

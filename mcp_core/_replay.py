@@ -1,10 +1,12 @@
 """Record a session's events as JSON lines and replay them through the machine (SPEC §13).
 
-Format (version 1), one JSON object per line, every line ending in ``\\n``:
+Format (version 2), one JSON object per line, every line ending in ``\\n``:
 
-    {"format": "mcp-replay", "version": 1, "spec": {...}}         the header: the spec, redacted
+    {"format": "mcp-replay", "version": 2, "spec": {...}}         the header: the spec, redacted
     {"event": "Connect", "now": 0.0}                              then one line per event fed
-    {"event": "StdoutReceived", "now": 0.2, "slot": 0, "data": "{\\"jsonrpc\\":...}\\n"}
+    {"event": "StdoutReceived", "now": 0.2, "slot": 0, "generation": 1, "data": "{...}\\n"}
+
+Version 2 added ``generation`` to process events and ``Spawn``; version 1 is refused.
 
 - The header's spec is ``Spec.redacted()``: header values, env values, every arg, URL userinfo,
   query and fragment are ``[redacted]``, yet ``Spec.from_mapping`` accepts it again (args keep
@@ -53,7 +55,7 @@ __all__ = [
 ]
 
 FORMAT = "mcp-replay"
-VERSION = 1
+VERSION = 2
 
 
 class _Machine(Protocol):

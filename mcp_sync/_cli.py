@@ -45,9 +45,7 @@ from mcp_core import (
     ConnectFailed,
     EmbeddedResource,
     ImageContent,
-    InvalidConfig,
     InvalidSpec,
-    LoadedConfig,
     McpError,
     NotReady,
     ResourceLink,
@@ -55,14 +53,13 @@ from mcp_core import (
     Status,
     TextContent,
     Tool,
-    ToolTable,
     UnknownContent,
     UnknownTool,
-    encode_action,
-    load_config,
     parse_tool_name,
-    replay,
 )
+from mcp_core.config import InvalidConfig, LoadedConfig, load_config
+from mcp_core.group import ToolTable
+from mcp_core.replay import encode_action, replay
 
 from ._group import ClientGroup
 

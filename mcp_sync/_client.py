@@ -427,6 +427,7 @@ class Client:
                 if action.slot in self._slots:
                     self._old_slots.append(self._slots[action.slot])
                 slot = self._slots[action.slot] = ProcessSlot(action.slot, self._feed_from)
+                slot.generation = action.generation
                 later.append(partial(slot.spawn, action))
             elif isinstance(action, WriteStdin | CloseStdin | SignalProcess):
                 if action.slot in self._slots:
@@ -556,9 +557,7 @@ def _answer(handler: Handler, action: HandleServerRequest) -> ServerRequestAnswe
         result = handler(action.params)
     except Exception as exc:
         _log.exception("the %s handler raised; the server gets an error", action.method)
-        return ServerRequestAnswered(
-            now=now(), handle=action.handle, error_code=-32603, error_message=type(exc).__name__
-        )
+        return ServerRequestAnswered(now=now(), handle=action.handle, failed=type(exc).__name__)
     return ServerRequestAnswered(now=now(), handle=action.handle, result=dict(result))
 
 

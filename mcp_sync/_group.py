@@ -5,8 +5,8 @@ every ready server's tools under namespaced names ``mcp__<server>__<tool>`` and 
 back to its server under the tool's own name. One bad server never blocks or breaks the others:
 its ``Status`` says why it is down and a call to it raises that server's own error.
 
-The naming rules (``mcp_core.ToolTable``) and the reading of specs into clients to build and
-refusals (``mcp_core.plan_group``) are the core's, shared with ``mcp_asyncio``.
+The naming rules (``mcp_core.group.ToolTable``) and the reading of specs into clients to build and
+refusals (``mcp_core.group.plan_group``) are the core's, shared with ``mcp_asyncio``.
 """
 
 from __future__ import annotations
@@ -22,13 +22,11 @@ from typing import Any
 
 from mcp_core import (
     CallToolResult,
-    GroupSpecs,
     McpError,
     Status,
     Tool,
-    down_error,
-    plan_group,
 )
+from mcp_core.group import GroupSpecs, down_error, plan_group
 
 from ._client import Client
 

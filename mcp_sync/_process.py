@@ -112,6 +112,7 @@ class ProcessSlot:
 
     def __init__(self, slot: int, feed: Feed) -> None:
         self.slot = slot
+        self.generation = 0  # the Spawn this process answers (set when it starts)
         self._feed = feed
         self._proc: subprocess.Popen[bytes] | None = None
         # bytes to write, or None: close stdin and stop the writer.
@@ -208,7 +209,13 @@ class ProcessSlot:
                 reason = f"{reason}: {exc.filename}"
             self._feed(
                 self,
-                SpawnFailed(now=time.monotonic(), slot=self.slot, reason=reason, missing=missing),
+                SpawnFailed(
+                    now=time.monotonic(),
+                    slot=self.slot,
+                    generation=self.generation,
+                    reason=reason,
+                    missing=missing,
+                ),
             )
             return
         assert proc.stdout is not None
@@ -220,7 +227,12 @@ class ProcessSlot:
         self._poll.register(wake_r, select.POLLIN)
         with self._turns:
             self._stdout, self._wake_r, self._wake_w = proc.stdout.fileno(), wake_r, wake_w
-        self._feed(self, ProcessSpawned(now=time.monotonic(), slot=self.slot, pid=proc.pid))
+        self._feed(
+            self,
+            ProcessSpawned(
+                now=time.monotonic(), slot=self.slot, generation=self.generation, pid=proc.pid
+            ),
+        )
         writer = self._thread(self._write_loop, "stdin")
         stderr = self._thread(self._stderr_loop, "stderr")
         self._thread(lambda: self._stdout_loop(writer, stderr), "stdout")
@@ -338,7 +350,12 @@ class ProcessSlot:
                 self._turns.notify()  # the stdout thread tells the end of the process
                 self._freed.notify_all()  # callers waiting for a step: nothing left to read
             return False
-        self._feed(self, StdoutReceived(now=time.monotonic(), slot=self.slot, data=data))
+        self._feed(
+            self,
+            StdoutReceived(
+                now=time.monotonic(), slot=self.slot, generation=self.generation, data=data
+            ),
+        )
         return True
 
     def _stdout_loop(self, writer: threading.Thread, stderr: threading.Thread) -> None:
@@ -370,14 +387,24 @@ class ProcessSlot:
             os.close(self._wake_w)
             self._wake_r = self._wake_w = -1
         self._proc.stdout.close()
-        self._feed(self, StdoutClosed(now=time.monotonic(), slot=self.slot))
+        self._feed(
+            self, StdoutClosed(now=time.monotonic(), slot=self.slot, generation=self.generation)
+        )
         returncode = self._proc.wait()
         # Everything this process caused (write failures, the stderr tail the error message
         # quotes) is fed before ProcessExited, so a respawn never sees stale events.
         self._writes.put(None)
         writer.join(_DRAIN_BOUND)
         stderr.join(_DRAIN_BOUND)
-        self._feed(self, ProcessExited(now=time.monotonic(), slot=self.slot, returncode=returncode))
+        self._feed(
+            self,
+            ProcessExited(
+                now=time.monotonic(),
+                slot=self.slot,
+                generation=self.generation,
+                returncode=returncode,
+            ),
+        )
 
     # ---------------------------------------------------------------------------------------
 
@@ -391,7 +418,12 @@ class ProcessSlot:
         assert self._proc is not None and self._proc.stderr is not None
         fd = self._proc.stderr.fileno()
         while data := os.read(fd, _READ_SIZE):
-            self._feed(self, StderrReceived(now=time.monotonic(), slot=self.slot, data=data))
+            self._feed(
+                self,
+                StderrReceived(
+                    now=time.monotonic(), slot=self.slot, generation=self.generation, data=data
+                ),
+            )
         self._proc.stderr.close()
 
     def _write_loop(self) -> None:
@@ -428,7 +460,12 @@ class ProcessSlot:
                     break
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            self._feed(self, WriteFailed(now=time.monotonic(), slot=self.slot, reason=reason))
+            self._feed(
+                self,
+                WriteFailed(
+                    now=time.monotonic(), slot=self.slot, generation=self.generation, reason=reason
+                ),
+            )
         finally:
             with self._stdin_lock:
                 self._stdin = -1  # no direct write from here on (the fd number may be reused)

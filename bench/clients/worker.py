@@ -432,7 +432,7 @@ def run_flood(job: Job) -> Job:
 def _legacy_ready(machine: Any, core: Any, now: float) -> int:
     """Connect a machine and answer its handshake as a legacy server; returns the next id."""
     machine.handle(core.Connect(now=now))
-    written = machine.handle(core.ProcessSpawned(now=now, slot=0, pid=1))
+    written = machine.handle(core.ProcessSpawned(now=now, slot=0, generation=1, pid=1))
     request_id = 0
     for _ in range(4):  # initialize, then tools/list (if the machine lists eagerly)
         requests = [
@@ -458,7 +458,7 @@ def _legacy_ready(machine: Any, core: Any, now: float) -> int:
                 continue
             line = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
             written += machine.handle(
-                core.StdoutReceived(now=now, slot=0, data=line.encode() + b"\n")
+                core.StdoutReceived(now=now, slot=0, generation=1, data=line.encode() + b"\n")
             )
     assert machine.state == "ready", machine.state
     return request_id
@@ -503,7 +503,7 @@ def run_core(job: Job) -> Job:
             if isinstance(action, core.WriteStdin)
         )
         chunks = [
-            core.StdoutReceived(now=now, slot=0, data=answers[i : i + chunk])
+            core.StdoutReceived(now=now, slot=0, generation=1, data=answers[i : i + chunk])
             for i in range(0, len(answers), chunk)
         ]
         started = clock()

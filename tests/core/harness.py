@@ -24,12 +24,15 @@ class Harness:
         self.replies: dict[int, core.Reply] = {}
         self.reply_count: dict[int, int] = {}
         self._ticket = 0
+        self.generations: dict[int, int] = {}  # slot -> generation of its last Spawn
 
     # --- feeding -----------------------------------------------------------------------
 
     def feed(self, event: core.Event) -> list[core.Action]:
         out = self.machine.handle(event)
         for action in out:
+            if isinstance(action, core.Spawn):
+                self.generations[action.slot] = action.generation
             if isinstance(action, core.Reply):
                 self.reply_count[action.ticket] = self.reply_count.get(action.ticket, 0) + 1
                 self.replies[action.ticket] = action
@@ -74,7 +77,9 @@ class Harness:
     def stdout(self, data: bytes | dict[str, Any] | list[Any], slot: int = 0) -> None:
         if not isinstance(data, bytes):
             data = json.dumps(data).encode() + b"\n"
-        self.feed(core.StdoutReceived(now=self.now, slot=slot, data=data))
+        self.feed(
+            core.StdoutReceived(now=self.now, slot=slot, generation=self.gen(slot), data=data)
+        )
 
     def answer(self, request_id: int, result: dict[str, Any], slot: int = 0) -> None:
         self.stdout({"jsonrpc": "2.0", "id": request_id, "result": result}, slot)
@@ -86,10 +91,18 @@ class Harness:
         )
 
     def spawned(self, slot: int = 0, pid: int = 100) -> None:
-        self.feed(core.ProcessSpawned(now=self.now, slot=slot, pid=pid + slot))
+        self.feed(
+            core.ProcessSpawned(now=self.now, slot=slot, generation=self.gen(slot), pid=pid + slot)
+        )
 
     def exited(self, code: int | None = 1, slot: int = 0) -> None:
-        self.feed(core.ProcessExited(now=self.now, slot=slot, returncode=code))
+        self.feed(
+            core.ProcessExited(now=self.now, slot=slot, generation=self.gen(slot), returncode=code)
+        )
+
+    def gen(self, slot: int = 0) -> int:
+        """The generation of the slot's current process (its last Spawn)."""
+        return self.generations.get(slot, 0)
 
     # --- reading -----------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mcp_core as core
+from mcp_core.replay import decode_event, encode_event
 from tests.core.harness import TEXT_RESULT, Harness
 
 TRACE = {
@@ -49,4 +50,4 @@ def test_every_modern_round_carries_the_same_trace_context() -> None:
 
 def test_meta_is_recorded_and_replayed() -> None:
     event = core.CallTool(now=1.0, ticket=3, name="x", meta=TRACE)
-    assert core.decode_event(core.encode_event(event)) == event
+    assert decode_event(encode_event(event)) == event

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcp_core import InvalidSpec, McpError, Spec
-from mcp_core._config import InvalidConfig, LoadedConfig, load_config
+from mcp_core.config import InvalidConfig, LoadedConfig, load_config
 
 SECRET = "s3cr3t-token"
 

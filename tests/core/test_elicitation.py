@@ -227,10 +227,11 @@ def test_elicitation_modes_are_part_of_a_recording(tmp_path) -> None:
     )
     events = [
         core.Connect(now=0.0),
-        core.ProcessSpawned(now=0.0, slot=0, pid=1),
+        core.ProcessSpawned(now=0.0, slot=0, generation=1, pid=1),
         core.StdoutReceived(
             now=0.1,
             slot=0,
+            generation=1,
             data=b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}\n'
             + ask.encode()
             + b"\n",

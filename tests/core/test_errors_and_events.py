@@ -64,7 +64,7 @@ def test_events_refuse_impossible_timeouts(make: object) -> None:
 
 @pytest.mark.parametrize(
     "fields",
-    [{}, {"result": {}, "error_code": 1}],
+    [{}, {"result": {}, "failed": "ValueError"}],
 )
 def test_a_server_request_answer_is_a_result_or_an_error(fields: dict) -> None:
     with pytest.raises(ValueError, match="exactly one"):

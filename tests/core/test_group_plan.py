@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 
 import mcp_core as core
+from mcp_core.group import GroupPlan, down_error, plan_group
 
 KEYWORDS = ("wait", "record", "elicitation", "sampling")
 
 
-def plan(specs: Any, **options: Any) -> core.GroupPlan:
-    return core.plan_group(specs, options, client_keywords=KEYWORDS)
+def plan(specs: Any, **options: Any) -> GroupPlan:
+    return plan_group(specs, options, client_keywords=KEYWORDS)
 
 
 def test_every_kind_of_entry_is_accepted_or_refused_with_its_reason() -> None:
@@ -117,7 +118,7 @@ def test_build_keeps_what_the_factory_built_and_refuses_what_it_could_not() -> N
 
 def test_down_error_is_permanent_and_says_why() -> None:
     p = plan({"bad": 3})
-    err = core.down_error(p.down["bad"])
+    err = down_error(p.down["bad"])
     assert err.permanent and "mapping" in str(err)
     bare = core.Status(name="x", state="closed", transport="stdio", concurrency="stateless")
-    assert "not started" in str(core.down_error(bare))
+    assert "not started" in str(down_error(bare))

@@ -9,6 +9,7 @@ import json
 import pytest
 
 import mcp_core as core
+from mcp_core.replay import Recorder, encode_action, replay
 from tests.core.harness import TEXT_RESULT, HttpHarness
 
 SSE = (("Content-Type", "text/event-stream"),)
@@ -521,7 +522,7 @@ def test_a_recording_of_http_replays_identically(tmp_path) -> None:
     path = tmp_path / "http.jsonl"
     lines: list[str] = []
     h = HttpHarness(era="legacy", headers={"Authorization": "Bearer s3cr3t"})
-    recorder = core.Recorder(h.spec, lines.append)
+    recorder = Recorder(h.spec, lines.append)
     original = h.feed
 
     def feed(event: core.Event) -> list[core.Action]:
@@ -535,8 +536,8 @@ def test_a_recording_of_http_replays_identically(tmp_path) -> None:
     path.write_text("".join(lines))
     text = path.read_text()
     assert "s3cr3t" not in text and "secret-session" not in text
-    first = [core.encode_action(a) for a in core.replay(str(path))]
-    assert first == [core.encode_action(a) for a in core.replay(str(path))]
+    first = [encode_action(a) for a in replay(str(path))]
+    assert first == [encode_action(a) for a in replay(str(path))]
     assert any(a["action"] == "Reply" for a in first)
 
 

@@ -118,10 +118,11 @@ def test_the_era_verdict_is_read_once_and_a_recording_starts_from_it(tmp_path) -
     cache.clear()  # another client rewriting the shared cache mid-session changes nothing
     events = [
         core.Connect(now=0.0),
-        core.ProcessSpawned(now=0.0, slot=0, pid=1),
+        core.ProcessSpawned(now=0.0, slot=0, generation=1, pid=1),
         core.StdoutReceived(
             now=0.1,
             slot=0,
+            generation=1,
             data=b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}\n',
         ),
     ]
@@ -324,7 +325,11 @@ def test_missing_executable_is_permanent_and_answered_at_once() -> None:
     h = Harness()
     h.feed(core.Connect(now=0.0))
     waiter = h.await_ready()
-    h.feed(core.SpawnFailed(now=0.0, slot=0, reason="no such file: srv", missing=True))
+    h.feed(
+        core.SpawnFailed(
+            now=0.0, slot=0, generation=h.gen(), reason="no such file: srv", missing=True
+        )
+    )
     err = h.error(waiter)
     assert isinstance(err, core.ConnectFailed) and err.permanent and "srv" in str(err)
     assert h.machine.next_deadline() is None
@@ -334,7 +339,7 @@ def test_missing_executable_is_permanent_and_answered_at_once() -> None:
 def test_other_spawn_failure_is_retried() -> None:
     h = Harness()
     h.feed(core.Connect(now=0.0))
-    h.feed(core.SpawnFailed(now=0.0, slot=0, reason="too many open files"))
+    h.feed(core.SpawnFailed(now=0.0, slot=0, generation=h.gen(), reason="too many open files"))
     assert h.machine.next_deadline() is not None
     h.fire_due()
     assert len(h.of(core.Spawn)) == 2
@@ -372,12 +377,43 @@ def test_a_process_never_reported_gone_after_sigkill_is_given_up_on() -> None:
     assert any(isinstance(a, core.Log) and a.level == "ERROR" for a in h.actions)
 
 
+def test_a_given_up_process_is_replaced_and_its_late_events_are_dropped() -> None:
+    # The process ignores SIGKILL (stuck in the kernel, say): the machine stops waiting for it,
+    # retries with a new process, and whatever the old one sends later changes nothing.
+    h = Harness(era="legacy", init_timeout=5.0, shutdown_grace=1.0)
+    h.feed(core.Connect(now=0.0))
+    h.spawned()
+    old = h.gen()
+    h.advance(5.0)  # the handshake times out: close stdin, SIGTERM, SIGKILL, give up
+    for _ in range(3):
+        h.fire_due()
+    h.fire_due()  # the retry
+    assert [a.generation for a in h.of(core.Spawn)] == [old, old + 1]
+    h.take()
+    stale: list[core.Event] = [
+        core.ProcessSpawned(now=h.now, slot=0, generation=old, pid=1),
+        core.StdoutReceived(now=h.now, slot=0, generation=old, data=b'{"id": 1}\n'),
+        core.StderrReceived(now=h.now, slot=0, generation=old, data=b"late\n"),
+        core.StdoutClosed(now=h.now, slot=0, generation=old),
+        core.WriteFailed(now=h.now, slot=0, generation=old, reason="broken pipe"),
+        core.SpawnFailed(now=h.now, slot=0, generation=old, reason="x"),
+        core.ProcessExited(now=h.now, slot=0, generation=old, returncode=-9),
+    ]
+    for event in stale:
+        assert h.feed(event) == []
+    assert h.machine.state == "starting"  # still waiting for the new process
+    h.spawned()
+    assert h.last_request("initialize")
+
+
 def test_exit_during_handshake_reports_code_and_stderr() -> None:
     h = Harness(era="legacy", fail_fast=True)
     h.feed(core.Connect(now=0.0))
     waiter = h.await_ready()
     h.spawned()
-    h.feed(core.StderrReceived(now=0.0, slot=0, data=b"fatal: config missing\n"))
+    h.feed(
+        core.StderrReceived(now=0.0, slot=0, generation=h.gen(), data=b"fatal: config missing\n")
+    )
     h.exited(3)
     err = h.error(waiter)
     assert "code 3" in str(err) and "config missing" in str(err)
@@ -627,8 +663,12 @@ def test_server_exit_mid_call_fails_pending_and_queued_then_reconnects() -> None
     h = Harness(concurrency="serialized", queue_limit=4, reconnect=1.0)
     h.connect_legacy()
     tickets = [h.call("x") for _ in range(3)]
-    h.feed(core.StderrReceived(now=0.0, slot=0, data=b"Traceback...\nValueError: bad\n"))
-    h.feed(core.StdoutClosed(now=0.0, slot=0))
+    h.feed(
+        core.StderrReceived(
+            now=0.0, slot=0, generation=h.gen(), data=b"Traceback...\nValueError: bad\n"
+        )
+    )
+    h.feed(core.StdoutClosed(now=0.0, slot=0, generation=h.gen()))
     h.exited(2)
     for t in tickets:
         err = h.error(t)
@@ -649,9 +689,9 @@ def test_a_write_failure_waits_for_the_exit_to_name_the_failure() -> None:
     h = Harness(era="legacy", shutdown_grace=2.0)
     h.connect_legacy()
     t = h.call("x")
-    h.feed(core.WriteFailed(now=h.now, slot=0, reason="BrokenPipeError"))
+    h.feed(core.WriteFailed(now=h.now, slot=0, generation=h.gen(), reason="BrokenPipeError"))
     assert t not in h.replies and h.machine.next_deadline() == h.now + 2.0
-    h.feed(core.StderrReceived(now=h.now, slot=0, data=b"config missing\n"))
+    h.feed(core.StderrReceived(now=h.now, slot=0, generation=h.gen(), data=b"config missing\n"))
     h.exited(7)
     err = h.error(t)
     assert isinstance(err, core.ServerExited) and err.code == 7
@@ -666,15 +706,19 @@ def test_a_write_failure_stops_a_process_that_lives_on() -> None:
     h = Harness(era="legacy", shutdown_grace=2.0)
     h.connect_legacy()
     t = h.call("x")
-    h.feed(core.WriteFailed(now=h.now, slot=0, reason="BrokenPipeError"))
-    h.feed(core.WriteFailed(now=h.now, slot=0, reason="again"))  # one deadline, not two
+    h.feed(core.WriteFailed(now=h.now, slot=0, generation=h.gen(), reason="BrokenPipeError"))
+    h.feed(
+        core.WriteFailed(now=h.now, slot=0, generation=h.gen(), reason="again")
+    )  # one deadline, not two
     h.advance(1.0)
     assert t not in h.replies
     h.advance(1.0)  # it closed its stdin yet lives on: failed, and stopped
     err = h.error(t)
     assert isinstance(err, core.ServerExited) and err.code is None
     assert h.of(core.CloseStdin)
-    h.feed(core.WriteFailed(now=h.now, slot=0, reason="again"))  # already failing: no-op
+    h.feed(
+        core.WriteFailed(now=h.now, slot=0, generation=h.gen(), reason="again")
+    )  # already failing: no-op
     h.exited(None)
     assert h.machine.status(h.now).retry_in is not None
 
@@ -682,7 +726,7 @@ def test_a_write_failure_stops_a_process_that_lives_on() -> None:
 def test_a_write_failure_while_closing_changes_nothing() -> None:
     h = Harness(era="legacy", shutdown_grace=2.0)
     h.connect_legacy()
-    h.feed(core.WriteFailed(now=h.now, slot=0, reason="BrokenPipeError"))
+    h.feed(core.WriteFailed(now=h.now, slot=0, generation=h.gen(), reason="BrokenPipeError"))
     stop = h.close()
     h.advance(2.0)  # the broken-pipe deadline passes during the shutdown: no failure
     assert h.machine.status(h.now).last_error is None
@@ -727,7 +771,7 @@ def test_close_while_spawning_and_spawn_fails() -> None:
     h = Harness()
     h.feed(core.Connect(now=0.0))
     stop = h.close()
-    h.feed(core.SpawnFailed(now=0.0, slot=0, reason="x"))
+    h.feed(core.SpawnFailed(now=0.0, slot=0, generation=h.gen(), reason="x"))
     assert h.result(stop) is None
 
 
@@ -735,7 +779,7 @@ def test_close_while_waiting_to_retry_and_before_start() -> None:
     h = Harness()
     assert h.result(h.close()) is None
     h.feed(core.Connect(now=0.0))
-    h.feed(core.SpawnFailed(now=0.0, slot=0, reason="x"))
+    h.feed(core.SpawnFailed(now=0.0, slot=0, generation=h.gen(), reason="x"))
     stop = h.close()
     assert h.result(stop) is None and h.machine.next_deadline() is None
 
@@ -919,7 +963,7 @@ def test_garbage_on_stdout_is_logged_and_skipped() -> None:
     h.stdout(
         b'{"jsonrpc":"2.0","id":"x"}\n{"id":true,"method":"m"}\n{"jsonrpc":"2.0","id":null,"error":{"code":1}}\n'
     )
-    h.feed(core.StdoutClosed(now=0.0, slot=0))
+    h.feed(core.StdoutClosed(now=0.0, slot=0, generation=h.gen()))
     warnings = [a.message for a in h.of(core.Log) if a.level == "WARNING"]
     assert len(warnings) == 7
     assert "starting server v1" in warnings[0]
@@ -1002,11 +1046,12 @@ def test_handlers_are_declared_and_server_requests_reach_them() -> None:
     h.take()
     h.stdout({"jsonrpc": "2.0", "id": "e2", "method": "elicitation/create", "params": params})
     [ask] = h.of(core.HandleServerRequest)
-    h.feed(
-        core.ServerRequestAnswered(now=0.0, handle=ask.handle, error_code=-32603, error_message="x")
-    )
-    assert h.messages()[-1]["error"] == {"code": -32603, "message": "x"}
-    h.feed(core.ServerRequestAnswered(now=0.0, handle=ask.handle, error_code=1))  # twice: no-op
+    h.feed(core.ServerRequestAnswered(now=0.0, handle=ask.handle, failed="KeyError"))
+    assert h.messages()[-1]["error"] == {
+        "code": -32603,
+        "message": "the client's handler failed: KeyError",
+    }
+    h.feed(core.ServerRequestAnswered(now=0.0, handle=ask.handle, failed="X"))  # twice: no-op
     h.take()
     # URL mode was not declared: -32602; sampling has no handler: -32601
     h.stdout(
@@ -1042,10 +1087,11 @@ def test_server_request_answers_are_part_of_a_recording(tmp_path) -> None:
     machine = core.SessionMachine(spec, handlers=["elicitation"])
     events = [
         core.Connect(now=0.0),
-        core.ProcessSpawned(now=0.0, slot=0, pid=1),
+        core.ProcessSpawned(now=0.0, slot=0, generation=1, pid=1),
         core.StdoutReceived(
             now=0.1,
             slot=0,
+            generation=1,
             data=b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}\n'
             b'{"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{}}\n',
         ),
@@ -1173,11 +1219,9 @@ def test_input_handler_failure_timeout_and_loss_between_rounds() -> None:
     t = h.call("x", timeout=5.0)
     h.answer(h.last_request("tools/call")["id"], ask)
     [first] = h.of(core.HandleServerRequest)
-    h.feed(
-        core.ServerRequestAnswered(now=0.0, handle=first.handle, error_code=-1, error_message="no")
-    )
+    h.feed(core.ServerRequestAnswered(now=0.0, handle=first.handle, failed="ValueError"))
     err = h.error(t)
-    assert isinstance(err, core.JsonRpcError) and err.code == -1
+    assert isinstance(err, core.JsonRpcError) and err.code == -32603
     # a call that times out while its handler runs: the late answer is dropped
     h.take()
     t2 = h.call("x", timeout=5.0)

@@ -150,6 +150,7 @@ class Proc:
     step at which something happened, for the autopilot."""
 
     pending_spawn: bool = False  # Spawn seen, neither ProcessSpawned nor SpawnFailed yet
+    generation: int = 0  # of the last Spawn: every event of this process carries it
     live: bool = False  # spawned and not exited
     stdin_closed: bool = False
     outstanding: dict[int, str] = field(default_factory=dict)  # id -> method, not answered
@@ -296,8 +297,11 @@ class SessionMachineStateful(RuleBasedStateMachine):
                 self.answer(slot, _response(rid, method, variant))
                 return
             if proc.stdin_closed and proc.close_at < self.step:
+                generation = self.procs[slot].generation
                 self.procs[slot] = Proc()  # a healthy server exits when its stdin closes
-                self.feed(core.ProcessExited(now=self.now, slot=slot, returncode=0))
+                self.feed(
+                    core.ProcessExited(now=self.now, slot=slot, generation=generation, returncode=0)
+                )
                 return
 
     @property
@@ -341,8 +345,11 @@ class SessionMachineStateful(RuleBasedStateMachine):
         return [(s, rid) for s in self.live_slots() for rid in sorted(self.procs[s].outstanding)]
 
     def spawned(self, slot: int) -> None:
-        self.procs[slot] = Proc(live=True)
-        self.feed(core.ProcessSpawned(now=self.now, slot=slot, pid=1000 + slot))
+        generation = self.procs[slot].generation
+        self.procs[slot] = Proc(live=True, generation=generation)
+        self.feed(
+            core.ProcessSpawned(now=self.now, slot=slot, generation=generation, pid=1000 + slot)
+        )
 
     def handshake(self, slot: int, modern: bool) -> None:
         """Answer the handshake on ``slot`` as a healthy (modern or legacy) server would."""
@@ -360,7 +367,11 @@ class SessionMachineStateful(RuleBasedStateMachine):
         cut = len(data) if split is None else min(split, len(data))
         for chunk in (data[:cut], data[cut:]):
             if chunk:
-                self.feed(core.StdoutReceived(now=self.now, slot=slot, data=chunk))
+                self.feed(
+                    core.StdoutReceived(
+                        now=self.now, slot=slot, generation=self.procs[slot].generation, data=chunk
+                    )
+                )
 
     def answer(self, slot: int, message: dict[str, Any], split: int | None = None) -> None:
         proc = self.procs[slot]
@@ -388,6 +399,7 @@ class SessionMachineStateful(RuleBasedStateMachine):
             proc = self.procs[action.slot]
             assert not proc.live and not proc.pending_spawn, f"{action} while {proc}"
             proc.pending_spawn, proc.spawn_at = True, self.step
+            proc.generation = action.generation
         elif isinstance(action, core.WriteStdin):
             self.check_write(action)
         elif isinstance(action, core.CloseStdin | core.SignalProcess):
@@ -619,9 +631,14 @@ class SessionMachineStateful(RuleBasedStateMachine):
         if outcome == "spawned":
             self.spawned(slot)
             return
+        generation = self.procs[slot].generation
         self.procs[slot] = Proc()
         missing = outcome == "missing"
-        self.feed(core.SpawnFailed(now=self.now, slot=slot, reason="no luck", missing=missing))
+        self.feed(
+            core.SpawnFailed(
+                now=self.now, slot=slot, generation=generation, reason="no luck", missing=missing
+            )
+        )
 
     @precondition(lambda self: self.live_slots())
     @rule(
@@ -633,14 +650,33 @@ class SessionMachineStateful(RuleBasedStateMachine):
     def process_trouble(self, pick: int, trouble: str, code: int | None) -> None:
         slot = _choose(self.live_slots(), pick)
         if trouble == "exit":
+            generation = self.procs[slot].generation
             self.procs[slot] = Proc()  # the process is gone: it answers nothing any more
-            self.feed(core.ProcessExited(now=self.now, slot=slot, returncode=code))
+            self.feed(
+                core.ProcessExited(now=self.now, slot=slot, generation=generation, returncode=code)
+            )
         elif trouble == "write_failed":
-            self.feed(core.WriteFailed(now=self.now, slot=slot, reason="broken pipe"))
+            self.feed(
+                core.WriteFailed(
+                    now=self.now,
+                    slot=slot,
+                    generation=self.procs[slot].generation,
+                    reason="broken pipe",
+                )
+            )
         elif trouble == "stderr":
-            self.feed(core.StderrReceived(now=self.now, slot=slot, data=b"Traceback\n\xff"))
+            self.feed(
+                core.StderrReceived(
+                    now=self.now,
+                    slot=slot,
+                    generation=self.procs[slot].generation,
+                    data=b"Traceback\n\xff",
+                )
+            )
         else:
-            self.feed(core.StdoutClosed(now=self.now, slot=slot))
+            self.feed(
+                core.StdoutClosed(now=self.now, slot=slot, generation=self.procs[slot].generation)
+            )
 
     # --- what the server writes ------------------------------------------------------------
 
@@ -714,7 +750,7 @@ class SessionMachineStateful(RuleBasedStateMachine):
         handle = _choose(self.handles, pick)
         if pick % 4:  # mostly once; sometimes again
             self.handles.remove(handle)
-        answer = {"result": {"roots": []}} if ok else {"error_code": -1, "error_message": "no"}
+        answer = {"result": {"roots": []}} if ok else {"failed": "ValueError"}
         self.feed(core.ServerRequestAnswered(now=self.now, handle=handle, **answer))
 
     @precondition(lambda self: self.live_slots())
@@ -776,8 +812,11 @@ class SessionMachineStateful(RuleBasedStateMachine):
         for slot in self.pending_slots():
             self.spawned(slot)  # a Close while spawning stops the process once it runs
         for slot in self.live_slots():
+            generation = self.procs[slot].generation
             self.procs[slot] = Proc()
-            self.feed(core.ProcessExited(now=self.now, slot=slot, returncode=0))
+            self.feed(
+                core.ProcessExited(now=self.now, slot=slot, generation=generation, returncode=0)
+            )
         limit = self.now + 3 * self.spec.shutdown_grace + 1
         for _ in range(100):
             deadline = self.m.next_deadline()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import mcp_core as core
+from mcp_core.driver import reservation_facts
 from tests.core.harness import TEXT_RESULT, Harness
 
 
@@ -112,5 +113,5 @@ def test_in_memory_spend_gate() -> None:
     assert gate.remaining == 4
     with pytest.raises(ValueError):
         gate.reserve("shop", "buy", 0)
-    assert core.reservation_facts(second, fresh=True) == facts(price=4)
-    assert core.reservation_facts(object(), fresh=True)["fresh"] is False
+    assert reservation_facts(second, fresh=True) == facts(price=4)
+    assert reservation_facts(object(), fresh=True)["fresh"] is False

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import mcp_core as core
+from mcp_core.replay import encode_action, replay
 
 RECORDINGS = sorted(
     p
@@ -32,8 +32,8 @@ def test_recording_replays_to_the_recorded_actions(path: Path) -> None:
     expected = [
         json.loads(line) for line in path.with_suffix(".actions.jsonl").read_text().splitlines()
     ]
-    first = [core.encode_action(a) for a in core.replay(str(path))]
-    second = [core.encode_action(a) for a in core.replay(str(path))]
+    first = [encode_action(a) for a in replay(str(path))]
+    second = [encode_action(a) for a in replay(str(path))]
     assert first == second
     assert json.loads(json.dumps(first)) == expected
     replies = [a for a in first if a["action"] == "Reply"]

@@ -37,17 +37,21 @@ EVENTS: list[core.Event] = [
     core.CallTool(now=3.0, ticket=5, name="t", timeout=1.25, progress=True),
     core.CancelCall(now=4.0, ticket=4),
     core.Close(now=5.0, ticket=6),
-    core.ProcessSpawned(now=0.1, slot=0, pid=4242),
-    core.SpawnFailed(now=0.1, slot=1, reason="No such file: 'srv'", missing=True),
-    core.StdoutReceived(now=0.2, slot=0, data=b'{"jsonrpc":"2.0","id":1,"result":{}}\n'),
-    core.StdoutReceived(now=0.2, slot=0, data="h\u00e9llo \u2603\r\n".encode()),
-    core.StdoutReceived(now=0.2, slot=0, data=b"\xe2\x82"),  # half a character: not UTF-8
-    core.StdoutReceived(now=0.2, slot=0, data=b""),
-    core.StdoutClosed(now=0.3, slot=0),
-    core.StderrReceived(now=0.3, slot=0, data=b"\xff\x00binary"),
-    core.ProcessExited(now=0.4, slot=0, returncode=-15),
-    core.ProcessExited(now=0.4, slot=0, returncode=None),
-    core.WriteFailed(now=0.5, slot=0, reason="Broken pipe"),
+    core.ProcessSpawned(now=0.1, slot=0, generation=1, pid=4242),
+    core.SpawnFailed(now=0.1, slot=1, generation=1, reason="No such file: 'srv'", missing=True),
+    core.StdoutReceived(
+        now=0.2, slot=0, generation=1, data=b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+    ),
+    core.StdoutReceived(now=0.2, slot=0, generation=1, data="h\u00e9llo \u2603\r\n".encode()),
+    core.StdoutReceived(
+        now=0.2, slot=0, generation=1, data=b"\xe2\x82"
+    ),  # half a character: not UTF-8
+    core.StdoutReceived(now=0.2, slot=0, generation=1, data=b""),
+    core.StdoutClosed(now=0.3, slot=0, generation=1),
+    core.StderrReceived(now=0.3, slot=0, generation=1, data=b"\xff\x00binary"),
+    core.ProcessExited(now=0.4, slot=0, generation=1, returncode=-15),
+    core.ProcessExited(now=0.4, slot=0, generation=1, returncode=None),
+    core.WriteFailed(now=0.5, slot=0, generation=1, reason="Broken pipe"),
     core.TimerFired(now=1e9 + 0.1),
     core.HttpResponseStarted(
         now=2.0, stream=3, status=200, headers=(("Content-Type", "text/event-stream"),)
@@ -56,7 +60,7 @@ EVENTS: list[core.Event] = [
     core.HttpResponseEnded(now=2.2, stream=3),
     core.HttpFailed(now=2.3, stream=4, reason="connection refused"),
     core.ServerRequestAnswered(now=3.0, handle=1, result={"action": "accept", "content": {}}),
-    core.ServerRequestAnswered(now=3.1, handle=2, error_code=-32603, error_message="no"),
+    core.ServerRequestAnswered(now=3.1, handle=2, failed="ValueError"),
 ]
 
 
@@ -81,7 +85,8 @@ def test_event_round_trip(event: core.Event) -> None:
     ],
 )
 def test_bytes_encoding(data: bytes, encoded: object) -> None:
-    assert encode_event(core.StdoutReceived(now=0.0, slot=0, data=data))["data"] == encoded
+    event = core.StdoutReceived(now=0.0, slot=0, generation=1, data=data)
+    assert encode_event(event)["data"] == encoded
 
 
 @pytest.mark.parametrize(
@@ -110,11 +115,17 @@ STATUS = Status(name="fs", state="ready", transport="stdio", concurrency="statel
 ACTIONS: list[tuple[core.Action, dict[str, Any]]] = [
     (
         core.Spawn(
-            slot=0, argv=("npx", "-y", SECRET), inherit=("PATH",), env={"K": SECRET}, cwd="/w"
+            slot=0,
+            generation=1,
+            argv=("npx", "-y", SECRET),
+            inherit=("PATH",),
+            env={"K": SECRET},
+            cwd="/w",
         ),
         {
             "action": "Spawn",
             "slot": 0,
+            "generation": 1,
             "argv": ["npx", "[redacted]", "[redacted]"],
             "inherit": ["PATH"],
             "env": {"K": "[redacted]"},
@@ -122,8 +133,16 @@ ACTIONS: list[tuple[core.Action, dict[str, Any]]] = [
         },
     ),
     (
-        core.Spawn(slot=1, argv=(), inherit=()),
-        {"action": "Spawn", "slot": 1, "argv": [], "inherit": [], "env": {}, "cwd": None},
+        core.Spawn(slot=1, generation=2, argv=(), inherit=()),
+        {
+            "action": "Spawn",
+            "slot": 1,
+            "generation": 2,
+            "argv": [],
+            "inherit": [],
+            "env": {},
+            "cwd": None,
+        },
     ),
     (
         core.WriteStdin(slot=0, data=b'{"id":1}\n'),
@@ -264,7 +283,7 @@ def test_recorder_writes_header_then_one_line_per_event() -> None:
     assert all(line.isascii() for line in lines)
     assert SECRET not in "".join(lines)
     header = json.loads(lines[0])
-    assert header["format"] == "mcp-replay" and header["version"] == 1
+    assert header["format"] == "mcp-replay" and header["version"] == 2
     assert header["spec"]["args"] == ["[redacted]", "[redacted]"]
     spec, events = read_recording(lines)
     assert spec == Spec.from_mapping(spec_with_secrets().redacted())
@@ -279,11 +298,11 @@ def test_recorder_writes_header_then_one_line_per_event() -> None:
         (["not json\n"], "recording line 1 is not JSON"),
         (["[1]\n"], "recording line 1 is not a JSON object"),
         (['{"format": "other", "version": 1}\n'], "not an mcp-replay recording"),
-        (['{"format": "mcp-replay", "version": 2, "spec": {}}\n'], "version 2 is not supported"),
-        (['{"format": "mcp-replay", "version": 1}\n'], 'header has no "spec" object'),
+        (['{"format": "mcp-replay", "version": 1, "spec": {}}\n'], "version 1 is not supported"),
+        (['{"format": "mcp-replay", "version": 2}\n'], 'header has no "spec" object'),
         (
             [
-                '{"format": "mcp-replay", "version": 1, "spec": {"name": "x", "command": "c"}}\n',
+                '{"format": "mcp-replay", "version": 2, "spec": {"name": "x", "command": "c"}}\n',
                 "\n",
                 '{"event": "Nope"}\n',
             ],
@@ -297,7 +316,7 @@ def test_read_recording_refused(lines: list[str], message: str) -> None:
 
 
 def test_read_recording_refuses_a_bad_spec() -> None:
-    header = {"format": "mcp-replay", "version": 1, "spec": {"name": "x"}}
+    header = {"format": "mcp-replay", "version": 2, "spec": {"name": "x"}}
     with pytest.raises(core.InvalidSpec):
         read_recording([json.dumps(header)])
 
@@ -335,11 +354,11 @@ def test_replay_gives_the_same_actions_as_the_live_session(tmp_path: Path) -> No
     events: list[core.Event] = [
         core.Connect(now=0.0),
         core.AwaitReady(now=0.0, ticket=1, timeout=5.0),
-        core.ProcessSpawned(now=0.1, slot=0, pid=100),
-        core.StderrReceived(now=0.1, slot=0, data=b"server starting\n"),
-        core.StdoutReceived(now=0.2, slot=0, data=b"a banner, not JSON\n"),
+        core.ProcessSpawned(now=0.1, slot=0, generation=1, pid=100),
+        core.StderrReceived(now=0.1, slot=0, generation=1, data=b"server starting\n"),
+        core.StdoutReceived(now=0.2, slot=0, generation=1, data=b"a banner, not JSON\n"),
         core.CallTool(now=0.3, ticket=2, name="read", arguments={"path": "/x"}),
-        core.ProcessExited(now=0.5, slot=0, returncode=1),
+        core.ProcessExited(now=0.5, slot=0, generation=1, returncode=1),
         core.TimerFired(now=0.6),
         core.Close(now=0.7, ticket=3),
     ]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mcp_core._jitter import Jitter, backoff_delay
-from mcp_core._stdio import INHERITED_ENV, StderrRing, inherit_environment
+from mcp_core._stdio import StderrRing
+from mcp_core.driver import INHERITED_ENV, inherit_environment
 
 # --- inherited environment -------------------------------------------------------------------
 

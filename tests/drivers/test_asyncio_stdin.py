@@ -51,7 +51,9 @@ class Events:
 
 
 def _spawn(code: str) -> Spawn:
-    return Spawn(slot=0, argv=(sys.executable, "-c", code), env={}, cwd=None, inherit=("PATH",))
+    return Spawn(
+        slot=0, generation=1, argv=(sys.executable, "-c", code), env={}, cwd=None, inherit=("PATH",)
+    )
 
 
 async def test_writes_beyond_the_pipe_buffer_arrive_whole_and_in_order() -> None:

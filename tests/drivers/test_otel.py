@@ -16,6 +16,7 @@ import pytest
 
 import mcp_core as core
 import mcp_sync._otel as sync_otel
+from mcp_core.replay import replay
 from tests.conftest import REPO_ROOT, fault_server_argv
 from tests.drivers.facade import DRIVERS, Facade
 
@@ -102,7 +103,7 @@ async def test_each_call_is_a_client_span_with_its_context_in_meta(
     # span's context as a W3C traceparent.
     written = [
         json.loads(action.data)
-        for action in core.replay(str(recording))
+        for action in replay(str(recording))
         if isinstance(action, core.WriteStdin) and b'"tools/call"' in action.data
     ]
     assert len(written) == 3

@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 import mcp_core as core
+from mcp_core.replay import encode_action, replay
 from tests.conftest import (
     children_of,
     everything_argv,
@@ -314,8 +315,8 @@ async def test_recording_replays_to_identical_actions(driver: str, tmp_path: Pat
         await c.call_tool("echo", {"text": "recorded"})
     lines = path.read_text().splitlines()
     assert len(lines) > 5
-    first = [core.encode_action(a) for a in core.replay(str(path))]
-    second = [core.encode_action(a) for a in core.replay(str(path))]
+    first = [encode_action(a) for a in replay(str(path))]
+    second = [encode_action(a) for a in replay(str(path))]
     assert first == second
     assert any(a.get("action") == "Reply" and "recorded" in json.dumps(a) for a in first), (
         "the replay reproduces the call's answer"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import mcp_core as core
 import mcp_sync
+from mcp_core.replay import encode_action, replay
 from tests.conftest import everything_argv, fault_server_argv, py_server_argv
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +28,7 @@ def _record(name: str, argv: list[str], script: object, **fields: object) -> Non
         name=name, command=argv[0], args=argv[1:], record=str(events), **fields
     ) as client:
         script(client)  # type: ignore[operator]
-    actions = [core.encode_action(a) for a in core.replay(str(events))]
+    actions = [encode_action(a) for a in replay(str(events))]
     (HERE / f"{name}.actions.jsonl").write_text(
         "".join(json.dumps(a, sort_keys=True) + "\n" for a in actions)
     )

@@ -1,0 +1,13 @@
+"""What a driver needs from the core besides the machine, for writing one for another framework.
+
+``inherit_environment(os.environ, spawn.inherit)`` is the part of the driver's environment a
+spawned server gets, with ``spawn.env`` put on top; ``INHERITED_ENV`` is the list of variable
+names the machine puts in ``Spawn.inherit`` (the official SDKs' list). ``reservation_facts``
+turns the reservation a caller passed for a priced tool into the plain data a ``CallTool``
+event carries (``reservation=``), so the machine can judge it and a recording can hold it.
+"""
+
+from ._spend import reservation_facts
+from ._stdio import INHERITED_ENV, inherit_environment
+
+__all__ = ["INHERITED_ENV", "inherit_environment", "reservation_facts"]

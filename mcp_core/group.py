@@ -1,0 +1,21 @@
+"""What a ``ClientGroup`` decides without I/O, for drivers that build one.
+
+``plan_group`` reads a group's specs (a mapping of names to specs, or a loaded config) into the
+clients to build and the servers refused with their reasons (a ``GroupPlan``); ``down_error``
+turns a refused server's status into the error a call to it raises. ``ToolTable`` keeps the
+group's namespaced tool names (``mcp__<server>__<tool>``) and routes a name back to its server;
+``server_parts`` is the server part of those names for a set of servers.
+"""
+
+from ._group_names import ToolTable, server_parts
+from ._group_plan import GroupPlan, GroupSpecs, LoadedConfigLike, down_error, plan_group
+
+__all__ = [
+    "GroupPlan",
+    "GroupSpecs",
+    "LoadedConfigLike",
+    "ToolTable",
+    "down_error",
+    "plan_group",
+    "server_parts",
+]

@@ -1,0 +1,11 @@
+"""Record and replay: a session's events as JSON lines, fed again to a fresh machine.
+
+A driver writes a recording with a ``Recorder`` (``Client(..., record="s.jsonl")`` does it for
+you); ``replay(path)`` or ``replay_lines(lines)`` feeds the events to a new ``SessionMachine``
+and returns the actions it produced, the same every time. ``encode_event``, ``decode_event`` and
+``encode_action`` are the line format, for tools that read or compare recordings.
+"""
+
+from ._replay import Recorder, decode_event, encode_action, encode_event, replay, replay_lines
+
+__all__ = ["Recorder", "decode_event", "encode_action", "encode_event", "replay", "replay_lines"]

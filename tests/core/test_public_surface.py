@@ -1,0 +1,150 @@
+"""The public surface, pinned: ``mcp_core.__all__`` is the protocol, and each public submodule
+holds one other concern. A name added, moved or dropped is a change to the API a user imports,
+so it must show up here as a deliberate edit."""
+
+from __future__ import annotations
+
+import importlib
+import types
+
+import pytest
+
+import mcp_core
+
+MACHINE = ["HANDLED_REQUESTS", "SessionMachine"]
+EVENTS = [
+    "AwaitReady",
+    "CallTool",
+    "CancelCall",
+    "Close",
+    "Connect",
+    "Event",
+    "HttpBodyReceived",
+    "HttpFailed",
+    "HttpResponseEnded",
+    "HttpResponseStarted",
+    "ListTools",
+    "ProcessExited",
+    "ProcessSpawned",
+    "ServerRequestAnswered",
+    "SpawnFailed",
+    "StderrReceived",
+    "StdoutClosed",
+    "StdoutReceived",
+    "TimerFired",
+    "WriteFailed",
+]
+ACTIONS = [
+    "AbortHttp",
+    "Action",
+    "CloseStdin",
+    "ElicitationComplete",
+    "HandleServerRequest",
+    "Log",
+    "ProgressUpdate",
+    "Reply",
+    "SettleReservation",
+    "SignalProcess",
+    "Spawn",
+    "StartHttp",
+    "WriteStdin",
+]
+MODELS = [
+    "AudioContent",
+    "CallToolResult",
+    "EmbeddedResource",
+    "ImageContent",
+    "ResourceLink",
+    "Status",
+    "TextContent",
+    "Tool",
+    "UnknownContent",
+]
+ERRORS = [
+    "Busy",
+    "ConnectFailed",
+    "HttpError",
+    "InitializationFailed",
+    "InvalidResponse",
+    "InvalidSpec",
+    "JsonRpcError",
+    "McpError",
+    "MessageTooLarge",
+    "NoHttpClient",
+    "NotReady",
+    "RequestTimeout",
+    "ServerExited",
+    "SessionRejected",
+    "UnknownTool",
+    "UnmeteredCall",
+    "UnsupportedVersion",
+    "UrlElicitationRequired",
+]
+NAMES = ["normalise_server", "parse_tool_name", "tool_name"]
+VERSIONS = ["LATEST_LEGACY", "LEGACY_VERSIONS", "MODERN_VERSION"]
+SPEND = ["BudgetExhausted", "InMemorySpendGate", "Reservation", "SpendGate"]
+# Also in mcp_core.config; at the top level because the spec names ``mcp_core.load_config``.
+CONFIG = ["InvalidConfig", "LoadedConfig", "load_config"]
+
+SURFACE = [*MACHINE, *EVENTS, *ACTIONS, "Spec", *MODELS, *ERRORS, *NAMES, *VERSIONS, *SPEND]
+SURFACE += CONFIG
+
+SUBMODULES = {
+    "mcp_core.config": ["InvalidConfig", "LoadedConfig", "load_config"],
+    "mcp_core.replay": [
+        "Recorder",
+        "decode_event",
+        "encode_action",
+        "encode_event",
+        "replay",
+        "replay_lines",
+    ],
+    "mcp_core.group": [
+        "GroupPlan",
+        "GroupSpecs",
+        "LoadedConfigLike",
+        "ToolTable",
+        "down_error",
+        "plan_group",
+        "server_parts",
+    ],
+    "mcp_core.driver": ["INHERITED_ENV", "inherit_environment", "reservation_facts"],
+}
+
+
+def test_the_top_level_is_the_protocol_surface() -> None:
+    assert sorted(mcp_core.__all__) == sorted(SURFACE)
+    assert len(set(mcp_core.__all__)) == len(mcp_core.__all__)
+    for name in mcp_core.__all__:
+        assert getattr(mcp_core, name) is not None, name
+
+
+def test_star_import_gives_exactly_the_surface() -> None:
+    namespace: dict[str, object] = {}
+    exec("from mcp_core import *", namespace)
+    assert sorted(k for k in namespace if k != "__builtins__") == sorted(SURFACE)
+
+
+@pytest.mark.parametrize(("module_name", "names"), SUBMODULES.items())
+def test_each_submodule_exports_its_names(module_name: str, names: list[str]) -> None:
+    module = importlib.import_module(module_name)
+    assert module.__doc__, f"{module_name} says what it is for"
+    assert sorted(module.__all__) == sorted(names)
+    for name in names:
+        assert getattr(module, name) is not None, f"{module_name}.{name}"
+
+
+def test_moved_names_are_not_top_level_and_submodules_are_not_shadowed() -> None:
+    moved = {name for names in SUBMODULES.values() for name in names} - set(CONFIG)
+    assert not moved & set(mcp_core.__all__)
+    for module_name in SUBMODULES:
+        short = module_name.rpartition(".")[2]
+        assert short not in mcp_core.__all__
+        importlib.import_module(module_name)
+        assert isinstance(getattr(mcp_core, short), types.ModuleType), short
+
+
+def test_config_names_are_the_same_objects_in_both_places() -> None:
+    config = importlib.import_module("mcp_core.config")
+    for name in CONFIG:
+        assert getattr(mcp_core, name) is getattr(config, name)
