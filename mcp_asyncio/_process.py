@@ -27,8 +27,8 @@ from mcp_core import (
     StdoutClosed,
     StdoutReceived,
     WriteFailed,
-    inherit_environment,
 )
+from mcp_core.driver import inherit_environment
 
 __all__ = ["ProcessSlot"]
 

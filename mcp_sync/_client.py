@@ -46,7 +46,6 @@ from mcp_core import (
     Log,
     NotReady,
     ProgressUpdate,
-    Recorder,
     Reply,
     Reservation,
     ServerRequestAnswered,
@@ -60,8 +59,9 @@ from mcp_core import (
     TimerFired,
     Tool,
     WriteStdin,
-    reservation_facts,
 )
+from mcp_core.driver import reservation_facts
+from mcp_core.replay import Recorder
 
 from ._http import HttpEvent, HttpExecutor, HttpRequest
 from ._otel import end_call_span, start_call_span

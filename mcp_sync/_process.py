@@ -82,8 +82,8 @@ from mcp_core import (
     StdoutReceived,
     WriteFailed,
     WriteStdin,
-    inherit_environment,
 )
+from mcp_core.driver import inherit_environment
 
 __all__ = ["ProcessSlot"]
 

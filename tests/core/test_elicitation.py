@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import mcp_core as core
+from mcp_core.replay import Recorder, encode_action, replay_lines
 from tests.core.harness import TEXT_RESULT, Harness
 
 URL_ASK = {
@@ -220,7 +221,7 @@ def test_elicitation_modes_are_part_of_a_recording(tmp_path) -> None:
     spec = core.Spec(name="r", command="srv", era="legacy")
     lines: list[str] = []
     modes = ("form", "url")
-    recorder = core.Recorder(spec, lines.append, handlers=["elicitation"], elicitation_modes=modes)
+    recorder = Recorder(spec, lines.append, handlers=["elicitation"], elicitation_modes=modes)
     machine = core.SessionMachine(spec, handlers=["elicitation"], elicitation_modes=modes)
     ask = json.dumps(
         {"jsonrpc": "2.0", "id": "e", "method": "elicitation/create", "params": URL_ASK}
@@ -243,13 +244,13 @@ def test_elicitation_modes_are_part_of_a_recording(tmp_path) -> None:
         live.extend(machine.handle(event))
     assert any(isinstance(a, core.HandleServerRequest) for a in live)
     assert json.loads(lines[0])["elicitation_modes"] == ["form", "url"]
-    replayed = core.replay_lines(lines)
-    assert [core.encode_action(a) for a in replayed] == [core.encode_action(a) for a in live]
+    replayed = replay_lines(lines)
+    assert [encode_action(a) for a in replayed] == [encode_action(a) for a in live]
     # The default is not written, so recordings made before modes existed read the same.
     plain: list[str] = []
-    core.Recorder(spec, plain.append, handlers=["elicitation"])
+    Recorder(spec, plain.append, handlers=["elicitation"])
     assert "elicitation_modes" not in json.loads(plain[0])
     header = json.loads(lines[0])
     header["elicitation_modes"] = "url"
     with pytest.raises(ValueError, match="elicitation_modes"):
-        core.replay_lines([json.dumps(header)])
+        replay_lines([json.dumps(header)])

@@ -7,6 +7,7 @@ import json
 import pytest
 
 import mcp_core as core
+from mcp_core.replay import Recorder, encode_action, replay
 from tests.core.harness import TEXT_RESULT, Harness
 
 # --- handshake and eras ------------------------------------------------------------------
@@ -114,7 +115,7 @@ def test_the_era_verdict_is_read_once_and_a_recording_starts_from_it(tmp_path) -
     machine = core.SessionMachine(spec, era_cache=cache)
     assert machine.known_era == "legacy"
     lines: list[str] = []
-    recorder = core.Recorder(spec, lines.append, known_era=machine.known_era)
+    recorder = Recorder(spec, lines.append, known_era=machine.known_era)
     cache.clear()  # another client rewriting the shared cache mid-session changes nothing
     events = [
         core.Connect(now=0.0),
@@ -136,13 +137,13 @@ def test_the_era_verdict_is_read_once_and_a_recording_starts_from_it(tmp_path) -
     assert cache == {json.dumps(["srv"]): "legacy"}  # learned again, written back
     path = tmp_path / "r.jsonl"
     path.write_text("".join(lines))
-    replayed = core.replay(str(path))
-    assert [core.encode_action(a) for a in replayed] == [core.encode_action(a) for a in live]
+    replayed = replay(str(path))
+    assert [encode_action(a) for a in replayed] == [encode_action(a) for a in live]
     header = json.loads(lines[0])
     header["known_era"] = "psychic"
     path.write_text(json.dumps(header) + "\n")
     with pytest.raises(ValueError, match="known_era"):
-        core.replay(str(path))
+        replay(str(path))
 
 
 def test_modern_error_with_our_version_counts_as_modern() -> None:
@@ -1083,7 +1084,7 @@ def test_modern_requests_declare_the_handlers_too() -> None:
 def test_server_request_answers_are_part_of_a_recording(tmp_path) -> None:
     spec = core.Spec(name="r", command="srv", era="legacy")
     lines: list[str] = []
-    recorder = core.Recorder(spec, lines.append, handlers=["elicitation"])
+    recorder = Recorder(spec, lines.append, handlers=["elicitation"])
     machine = core.SessionMachine(spec, handlers=["elicitation"])
     events = [
         core.Connect(now=0.0),
@@ -1104,14 +1105,14 @@ def test_server_request_answers_are_part_of_a_recording(tmp_path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text("".join(lines))
     assert json.loads(lines[0])["handlers"] == ["elicitation"]
-    replayed = core.replay(str(path))
-    assert [core.encode_action(a) for a in replayed] == [core.encode_action(a) for a in live]
+    replayed = replay(str(path))
+    assert [encode_action(a) for a in replayed] == [encode_action(a) for a in live]
     bad = tmp_path / "bad.jsonl"
     header = json.loads(lines[0])
     header["handlers"] = "elicitation"
     bad.write_text(json.dumps(header) + "\n")
     with pytest.raises(ValueError, match="handlers"):
-        core.replay(str(bad))
+        replay(str(bad))
 
 
 def test_a_server_request_the_server_cancelled_is_not_answered() -> None:

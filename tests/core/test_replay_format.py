@@ -12,18 +12,20 @@ import mcp_core as core
 from mcp_core import (
     CallToolResult,
     ConnectFailed,
-    Recorder,
     Spec,
     Status,
     TextContent,
     Tool,
+)
+from mcp_core._replay import _event_classes, read_recording
+from mcp_core.replay import (
+    Recorder,
     decode_event,
     encode_action,
     encode_event,
     replay,
     replay_lines,
 )
-from mcp_core._replay import _event_classes, read_recording
 
 SECRET = "s3cr3t-token"
 
@@ -383,9 +385,9 @@ def test_secret_response_headers_are_not_recorded() -> None:
         status=200,
         headers=(("Mcp-Session-Id", "s3cr3t-session"), ("Content-Type", "application/json")),
     )
-    encoded = core.encode_event(event)
+    encoded = encode_event(event)
     assert "s3cr3t" not in json.dumps(encoded)
-    assert core.decode_event(encoded) == core.HttpResponseStarted(
+    assert decode_event(encoded) == core.HttpResponseStarted(
         now=1.0,
         stream=1,
         status=200,
