@@ -49,7 +49,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 
 typecheck: venv
-	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync
+	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync _mcp_io
 
 # Two pytest runs on purpose: the core's coverage must be earned by tests/core alone, which
 # drive mcp_core through its public API with no I/O. Counting lines that driver or server tests

@@ -28,6 +28,7 @@ from typing import IO, Any, cast
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from _mcp_io.otel import end_call_span, start_call_span
 from mcp_core import (
     HANDLED_REQUESTS,
     AbortHttp,
@@ -62,9 +63,6 @@ from mcp_core import (
 )
 from mcp_core.driver import reservation_facts
 from mcp_core.replay import Recorder
-
-# One file for both drivers, as the HTTP wire code (mcp_sync/_h11pool.py).
-from mcp_sync._otel import end_call_span, start_call_span
 
 from ._http import HttpExecutor
 from ._process import ProcessSlot
@@ -329,7 +327,7 @@ class Client:
         your ``SpendGate`` (else ``UnmeteredCall``, nothing sent); the client commits it once
         the request is sent and releases it if the call fails before that (SPEC §10). With
         OpenTelemetry configured, the call is a client span and its trace context goes in
-        ``_meta`` (``mcp_sync/_otel.py``).
+        ``_meta`` (``_mcp_io/otel.py``).
         """
         meta, span = start_call_span(self.name, name, self._spec.transport)
         try:

@@ -5,8 +5,8 @@ what arrives on them.
 into ``HttpResponseStarted``, ``HttpBodyReceived``, ``HttpResponseEnded`` or ``HttpFailed``
 events. It holds I/O handles only and decides nothing (SPEC §2); socket, TLS and h11 errors
 become events here and nowhere else (STYLE 12). What goes on the wire, how a read becomes
-events and how a failure is worded are in ``mcp_sync._h11pool``, shared with the blocking
-driver.
+events and the pool's bookkeeping are in the core (``mcp_core._h11wire``), how a failure is
+worded in ``_mcp_io.http``: both shared with the blocking driver, which this one never imports.
 
 No task per request. A request sent on a pooled connection is written at once, from
 ``start()``; what arrives on its connection is turned into events (``_received``), and the
@@ -17,11 +17,10 @@ whose callbacks keep what arrived and wake one pump task, which feeds it (the fe
 in a task, where the client may use anything of anyio; a loop callback has no current task);
 on trio anyio's streams, with a reader task per connection and a task per write.
 
-Requests are written in the order they were started, even when a later one finds an idle
+Requests are written in the order they were started (the ``StartHttp`` contract, kept by the
+core's ``StartOrder``, as in the blocking executor), even when a later one finds an idle
 connection while an earlier one is still connecting: it is parked on that connection until
-every request started before it was written (or ended). The machine relies on that order: the
-``notifications/initialized`` POST started while the ``initialize`` answer still streams must
-reach the server before the calls made once the session is ready.
+every request started before it was written (or ended).
 
 Aborting detaches the request from its connection and closes that connection at once (a
 connection attempt is cancelled instead), so nothing more is fed for it. At most
@@ -41,6 +40,7 @@ import anyio
 import h11
 from anyio.abc import ByteStream, SocketAttribute, TaskGroup
 
+from _mcp_io.http import READ_SIZE, TlsContext, os_message, reason
 from mcp_core import (
     HttpBodyReceived,
     HttpFailed,
@@ -48,21 +48,19 @@ from mcp_core import (
     HttpResponseStarted,
     StartHttp,
 )
-from mcp_sync._h11pool import (
+from mcp_core._h11wire import (
     FAILURES,
-    READ_SIZE,
     ConnectError,
     Origin,
     Pool,
     ReadError,
     RequestBuilder,
+    StartOrder,
     Target,
     WriteError,
     connection_cap,
     decode_headers,
     finish,
-    os_message,
-    reason,
     receive,
     request_bytes,
 )
@@ -107,7 +105,7 @@ class HttpExecutor:
         self._builder = RequestBuilder()  # validates each distinct URL and headers once
         self._requests: dict[int, _Request] = {}  # stream -> its request, until ended or aborted
         self._waiting: deque[_Request] = deque()  # requests over the cap, in FIFO order
-        self._unsent: deque[_Request] = deque()  # admitted, not written yet, in start order
+        self._order: StartOrder[_Request] = StartOrder()  # the StartHttp contract's write order
         self._sending = 0  # admitted requests: connecting, or on a connection
         self._active = 0  # requests not finished (aborted attempts until they have unwound)
         self._running = 0  # tasks
@@ -121,9 +119,7 @@ class HttpExecutor:
         # Chosen on the first request, from the event loop it runs on.
         self._open: Callable[[Origin, ssl.SSLContext | None], Awaitable[_Connection]] | None
         self._open = None
-        # Made on the first https request: loading the CA store costs milliseconds a stdio
-        # client should not pay.
-        self._tls: ssl.SSLContext | None = None
+        self._tls = TlsContext()  # made on the first https request
 
     @property
     def in_flight(self) -> int:
@@ -203,7 +199,7 @@ class HttpExecutor:
             self._running += 1
             self._tasks.start_soon(self._fail_soon, request)
             return
-        self._unsent.append(request)
+        self._order.started(request)
         self._obtain(request)
 
     def _obtain(self, request: _Request) -> None:
@@ -227,13 +223,9 @@ class HttpExecutor:
 
     def _send_in_order(self) -> None:
         """Write the parked requests at the head of the start order; stop at the first that
-        has no connection yet. Requests that ended unsent (aborted, failed) are skipped."""
-        unsent = self._unsent
-        while unsent:
-            head = unsent[0]
-            if head.finished:
-                unsent.popleft()
-                continue
+        has no connection yet. Requests that ended unsent (aborted, failed) left the order."""
+        order = self._order
+        while (head := order.head()) is not None:
             connection = head.parked
             if connection is None:
                 return
@@ -244,7 +236,7 @@ class HttpExecutor:
                 self._pool.discard()
                 self._obtain(head)
                 continue
-            unsent.popleft()
+            order.written(head)
             self._send(head, connection)
 
     def _send(self, request: _Request, connection: _Connection) -> None:
@@ -345,7 +337,8 @@ class HttpExecutor:
             self._admit(waiting)  # the slot goes straight to it
         else:
             self._sending -= 1
-        self._send_in_order()  # the request may have held back those started after it
+        self._order.written(request)  # ended: it holds back nobody started after it
+        self._send_in_order()
         if final is not None and self._requests.get(final.stream) is request:
             del self._requests[final.stream]
             self._feed(final)
@@ -404,7 +397,7 @@ class HttpExecutor:
         try:
             with request.scope:
                 origin = request.target.origin
-                tls = self._tls_context() if origin[0] == "https" else None
+                tls = self._tls.get() if origin[0] == "https" else None
                 connection = await self._open(origin, tls)
         except (*FAILURES, ValueError) as exc:  # e.g. a host name IDNA cannot encode
             failure = exc
@@ -437,13 +430,6 @@ class HttpExecutor:
         self._running -= 1
         if self._running == 0 and self._all_ended is not None:
             self._all_ended.set()
-
-    def _tls_context(self) -> ssl.SSLContext:
-        if self._tls is None:
-            import ssl  # here: a stdio client never pays for it
-
-            self._tls = ssl.create_default_context()
-        return self._tls
 
     async def _open_asyncio(self, origin: Origin, tls: ssl.SSLContext | None) -> _Connection:
         _scheme, host, port = origin

@@ -118,6 +118,13 @@ class StartHttp(Action):
     Host and framing headers), follows no redirect, verifies TLS, and reuses pooled keep-alive
     connections. It applies no timeout of its own: the machine's deadlines decide, and end a
     request with ``AbortHttp``.
+
+    Start order: the driver writes requests in the order of their ``StartHttp`` actions, even
+    when a later one gets a connection first (it waits until every request started before it
+    was written, or ended unwritten). The machine relies on it: the
+    ``notifications/initialized`` POST, started while the ``initialize`` answer still streams,
+    reaches the server before the calls started once the session is ready. Both executors
+    keep the rule with one definition, ``mcp_core._h11wire.StartOrder``.
     """
 
     stream: int

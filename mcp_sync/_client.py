@@ -29,6 +29,7 @@ from functools import partial
 from types import TracebackType
 from typing import IO, Any
 
+from _mcp_io.otel import end_call_span, start_call_span
 from mcp_core import (
     HANDLED_REQUESTS,
     AbortHttp,
@@ -64,7 +65,6 @@ from mcp_core.driver import reservation_facts
 from mcp_core.replay import Recorder
 
 from ._http import HttpEvent, HttpExecutor, HttpRequest
-from ._otel import end_call_span, start_call_span
 from ._process import ProcessSlot
 
 __all__ = ["Client"]
@@ -277,7 +277,7 @@ class Client:
         (the spec's ``prices``) needs ``reservation=`` from your ``SpendGate`` (else
         ``UnmeteredCall``, nothing sent); the client commits it once the request is sent and
         releases it if the call fails before that (SPEC §10). With OpenTelemetry configured,
-        the call is a client span and its trace context goes in ``_meta`` (``_otel.py``)."""
+        the call is a client span and its trace context goes in ``_meta`` (``_mcp_io/otel.py``)."""
         meta, span = start_call_span(self.name, name, self._spec.transport)
         try:
             value = self._call(

@@ -5,7 +5,9 @@ by the callers' own threads and by worker threads that serve one request after a
 into ``HttpResponseStarted``, ``HttpBodyReceived``, ``HttpResponseEnded`` or ``HttpFailed``
 events. It holds I/O handles only and decides nothing (SPEC §2); socket, TLS and h11 errors
 become events here and nowhere else (STYLE 12). What goes on the wire, how a read becomes
-events and how a failure is worded are in ``_h11pool``, shared with the anyio driver.
+events and the pool's bookkeeping are in the core (``mcp_core._h11wire``), the socket side and
+how a failure is worded in ``_mcp_io.http``: both shared with the anyio driver, which this one
+never imports.
 
 Workers. A started request waits in a FIFO queue until a worker thread takes it. A worker
 performs one request at a time and then takes the next; one idle for ``_IDLE_EXIT`` seconds
@@ -14,12 +16,11 @@ own requests (below) exist at once, so at most that many requests are sent at on
 that many connections are open; further requests wait in the queue, where ``abort`` removes
 them.
 
-Order. Requests are written in the order they were started: a worker whose request got a
+Order. Requests are written in the order they were started (the ``StartHttp`` contract, kept
+by the core's ``StartOrder``, as in the anyio executor): a worker whose request got a
 connection before the requests started ahead of it were written waits (``_wait_turn``) until
 they were written or ended. Workers take requests in start order, so every request ahead is
-held by a worker that is getting on with it: the wait always ends. The machine relies on it:
-the ``notifications/initialized`` POST started while the ``initialize`` answer still streams
-must reach the server before the calls made once the session is ready.
+held by a worker that is getting on with it: the wait always ends.
 
 Aborting. A thread blocked in connect(), send() or recv() wakes only through its socket, and
 close() from another thread does not wake it (and would let the descriptor be reused under
@@ -101,10 +102,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import h11
 
+from _mcp_io.http import READ_SIZE, TlsContext, is_readable, os_message, reason
 from mcp_core import (
     HttpBodyReceived,
     HttpFailed,
@@ -112,28 +114,21 @@ from mcp_core import (
     HttpResponseStarted,
     StartHttp,
 )
-
-from ._h11pool import (
+from mcp_core._h11wire import (
     FAILURES,
-    READ_SIZE,
     ConnectError,
     Origin,
     Pool,
     ReadError,
     RequestBuilder,
+    StartOrder,
     WriteError,
     connection_cap,
     decode_headers,
     finish,
-    is_readable,
-    os_message,
-    reason,
     receive,
     request_bytes,
 )
-
-if TYPE_CHECKING:
-    import ssl
 
 __all__ = ["HttpEvent", "HttpExecutor", "HttpRequest"]
 
@@ -177,7 +172,7 @@ class HttpExecutor:
         self._work = threading.Condition(self._lock)  # a request was queued, or close()
         self._requests: dict[int, _Request] = {}  # stream -> its request, until ended or aborted
         self._queue: deque[_Request] = deque()  # started, not yet taken by a worker
-        self._unsent: deque[_Request] = deque()  # started, not yet written, in start order
+        self._order: StartOrder[_Request] = StartOrder()  # the StartHttp contract's write order
         self._pool: Pool[_Connection] = Pool(connection_cap(pool_size, max_connections))
         self._builder = RequestBuilder()  # validates each distinct URL and headers once
         self._workers: set[threading.Thread] = set()
@@ -189,9 +184,7 @@ class HttpExecutor:
         self._inline = 0  # requests that callers hold to run themselves (until they let go)
         self._names = itertools.count(1)
         self._closed = False
-        # Made on the first https request: loading the CA store costs milliseconds a stdio
-        # client should not pay.
-        self._tls: ssl.SSLContext | None = None
+        self._tls = TlsContext()  # made on the first https request
 
     @property
     def in_flight(self) -> int:
@@ -219,7 +212,7 @@ class HttpExecutor:
             if self._closed:
                 return None
             request = self._requests[action.stream] = _Request(action)
-            self._unsent.append(request)
+            self._order.started(request)
             if inline and len(self._workers) + self._inline < self._pool.max_connections:
                 request.queued = False
                 request.inline = True
@@ -317,7 +310,7 @@ class HttpExecutor:
                 request.abort()
                 request.wake()
             self._requests.clear()
-            self._unsent.clear()
+            self._order.clear()
             self._work.notify_all()
             workers = [w for w in self._workers if w is not threading.current_thread()]
         for worker in workers:
@@ -521,7 +514,7 @@ class HttpExecutor:
         one shared condition woke every waiting worker per request written (measured: 256 in
         flight fell from 2,000 to 600 calls/s). A caller waits in slices."""
         with self._lock:
-            while self._unsent and self._unsent[0] is not request and not request.aborted:
+            while self._order.head() not in (None, request) and not request.aborted:
                 if request.turn is None:
                     request.turn = threading.Condition(self._lock)
                 request.turn.wait(_SLICE if request.inline else None)
@@ -530,14 +523,9 @@ class HttpExecutor:
 
     def _written(self, request: _Request) -> None:
         """With the lock held: ``request`` was written or ended unwritten. Idempotent."""
-        if request.unsent:
-            request.unsent = False
-            if self._unsent and self._unsent[0] is request:
-                self._unsent.popleft()
-                while self._unsent and not self._unsent[0].unsent:
-                    self._unsent.popleft()
-                if self._unsent:
-                    self._unsent[0].wake()
+        following = self._order.written(request)
+        if following is not None:
+            following.wake()
 
     # --- connections -------------------------------------------------------------------------
 
@@ -598,7 +586,7 @@ class HttpExecutor:
             try:
                 # wrap_socket takes over the descriptor; the handshake runs once the TLS socket
                 # is claimed, so that abort() can interrupt it.
-                tls = self._tls_context().wrap_socket(
+                tls = self._tls.get().wrap_socket(
                     sock, server_hostname=host, do_handshake_on_connect=False
                 )
             except BaseException as exc:
@@ -679,18 +667,6 @@ class HttpExecutor:
         self._inline -= 1
         self._serve_queue()
 
-    def _tls_context(self) -> ssl.SSLContext:
-        context = self._tls
-        if context is None:
-            import ssl  # here: a stdio client never pays for it
-
-            context = ssl.create_default_context()
-            with self._lock:
-                if self._tls is None:
-                    self._tls = context
-                context = self._tls
-        return context
-
 
 class _Request:
     """One request, queued or in flight, the connection it holds and the socket its worker (or
@@ -707,7 +683,6 @@ class _Request:
         "sending",
         "sock",
         "turn",
-        "unsent",
     )
 
     def __init__(self, action: StartHttp) -> None:
@@ -715,7 +690,6 @@ class _Request:
         self.aborted = False
         self.queued = True
         self.inline = False  # held by the caller that started it, until it lets go
-        self.unsent = True  # in the executor's _unsent until written or ended
         self.sending = False  # from just before its bytes go out (never sent twice after)
         self.dead = False  # interrupted in its caller's thread, connection closed: see _kill
         self.turn: threading.Condition | None = None  # made when its worker waits its turn

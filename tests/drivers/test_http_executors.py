@@ -7,7 +7,8 @@ verified TLS, reasons without secrets, the cap on connections (requests over it 
 abort that ends a request in any phase (waiting for a connection, connecting, the TLS
 handshake, waiting for the head, reading a stalled body) with nothing fed after it and its
 connection closed. The sync executor's worker threads are reused and end when idle. At the end,
-the shared HTTP/1.1 pieces (mcp_sync._h11pool) on their own, without I/O."""
+how a failure is worded (_mcp_io.http); the pure HTTP/1.1 pieces both executors share
+(mcp_core._h11wire) are tested without I/O in tests/core/test_h11wire.py."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import anyio
 import h11
 import pytest
 
+from _mcp_io.http import reason
 from mcp_asyncio._http import HttpEvent
 from mcp_asyncio._http import HttpExecutor as AsyncExecutor
 from mcp_core import (
@@ -37,20 +39,7 @@ from mcp_core import (
     HttpResponseStarted,
     StartHttp,
 )
-from mcp_sync._h11pool import (
-    ConnectError,
-    Pool,
-    ReadError,
-    RemoteProtocolError,
-    RequestBuilder,
-    UnsupportedProtocol,
-    connection_cap,
-    decode_headers,
-    finish,
-    reason,
-    receive,
-    request_bytes,
-)
+from mcp_core._h11wire import ConnectError, ReadError, RequestBuilder, receive, request_bytes
 from mcp_sync._http import HttpExecutor as SyncExecutor
 from tests.conftest import wait_until
 
@@ -1263,83 +1252,8 @@ async def test_async_a_thousand_requests_leave_nothing_behind(server: Server) ->
     await _server_wait(server, lambda: server.open == 0)  # every pooled connection was closed
 
 
-# --- what both executors share (mcp_sync._h11pool): no I/O ---------------------------------
-
-
-def _sent(action: StartHttp) -> bytes:
-    connection = h11.Connection(h11.CLIENT)
-    _target, head = RequestBuilder().build(action)
-    return request_bytes(connection, head, action.body)
-
-
-def test_request_heads_carry_exactly_the_given_headers() -> None:
-    url = "https://example.com/mcp?x=1#f"
-    post = _action(1, url, method="POST", headers=ECHO_HEADERS, body=b"{}")
-    assert _sent(post) == (
-        b"POST /mcp?x=1 HTTP/1.1\r\nHost: example.com\r\n"
-        b"Accept: application/json, text/event-stream\r\nAuthorization: Bearer s3cret\r\n"
-        b"Content-Length: 2\r\n\r\n{}"
-    )
-    get = _action(2, "http://user:pw@[::1]:8080", headers=(("host", "given"),))
-    assert _sent(get) == b"GET / HTTP/1.1\r\nhost: given\r\n\r\n"
-    assert _sent(_action(3, "http://[::1]:8080/")).startswith(
-        b"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n"
-    )
-
-
-def test_a_request_head_is_validated_every_time() -> None:
-    # The builder reuses what it validated; a bad header is refused on every request.
-    builder = RequestBuilder()
-    bad = _action(1, "http://h/", headers=(("X-Key", "a\r\nX: y"),))
-    for _ in range(2):
-        with pytest.raises(h11.LocalProtocolError) as raised:
-            builder.build(bad)
-        assert reason(raised.value) == "LocalProtocolError"
-    with pytest.raises(UnsupportedProtocol):
-        builder.build(_action(2, "http:///no-host"))
-    with pytest.raises(ValueError):
-        builder.build(_action(3, "http://h:99999/"))
-
-
-def _client_sent_request() -> h11.Connection:
-    connection = h11.Connection(h11.CLIENT)
-    _target, head = RequestBuilder().build(_action(1, "http://h/"))
-    request_bytes(connection, head, None)
-    return connection
-
-
-def test_one_read_is_one_body_event() -> None:
-    connection = _client_sent_request()
-    chunked = (
-        b"HTTP/1.1 100 Continue\r\n\r\n"  # skipped
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Trace: a\r\n\r\n"
-        b"4\r\none \r\n4\r\ntwo \r\n5\r\nthree\r\n"
-    )
-    head, body, ended = receive(connection, chunked)
-    assert head is not None and head.status_code == 200
-    assert decode_headers(head) == (("Transfer-Encoding", "chunked"), ("X-Trace", "a"))
-    assert (body, ended) == (b"one two three", False)
-    assert receive(connection, b"0\r\n\r\n") == (None, b"", True)
-    assert finish(connection)  # ready for the next request
-
-
-def test_a_connection_with_bytes_after_the_response_is_not_reused() -> None:
-    connection = _client_sent_request()
-    _head, body, ended = receive(
-        connection, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"
-    )
-    assert (body, ended) == (b"ok", True)
-    assert not finish(connection)
-
-
-def test_eof_before_the_answer_and_mid_body() -> None:
-    with pytest.raises(RemoteProtocolError, match="before answering"):
-        receive(_client_sent_request(), b"")
-    connection = _client_sent_request()
-    receive(connection, b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc")
-    with pytest.raises(h11.RemoteProtocolError) as raised:
-        receive(connection, b"")
-    assert reason(raised.value).startswith("RemoteProtocolError: peer closed connection")
+# --- how a failure is worded (_mcp_io.http); the rest of the wire code is tested in ---------
+# --- tests/core/test_h11wire.py ------------------------------------------------------------
 
 
 def test_failure_reasons() -> None:
@@ -1356,27 +1270,18 @@ def test_failure_reasons() -> None:
     assert reason(ReadError("x" * 500)) == ("ReadError: " + "x" * 500)[:200]
 
 
-def test_the_pool_keeps_its_count_and_its_cap() -> None:
-    pool: Pool[str] = Pool(2)
-    a, b = ("http", "a", 80), ("http", "b", 80)
-    assert pool.take(a) is None
-    assert pool.reserve() is None  # opening one: 1 open
-    pool.put(a, "a1")
-    assert pool.reserve() is None  # 2 open
-    pool.put(b, "b1")
-    assert pool.reserve() == "a1"  # a third would go over the cap: an idle one is handed over
-    assert pool.open == 2
-    pool.put(b, "b2")
-    assert pool.take(b) == "b2"  # the most recently used first
-    pool.put(b, "b2")
-    assert sorted(pool.drain()) == ["b1", "b2"]
-    assert pool.open == 0
-    with pytest.raises(ValueError):
-        Pool(0)
+def test_a_refused_header_is_worded_by_its_class_only() -> None:
+    bad = _action(1, "http://h/", headers=(("X-Key", "s3cret\r\nX: y"),))
+    with pytest.raises(h11.LocalProtocolError) as raised:
+        RequestBuilder().build(bad)
+    assert reason(raised.value) == "LocalProtocolError"
 
 
-def test_the_connection_cap() -> None:
-    assert connection_cap() == 32
-    assert connection_cap(pool_size=8) == 32
-    assert connection_cap(pool_size=256) == 514  # every call, a GET stream per session, 2
-    assert connection_cap(pool_size=256, max_connections=1) == 1
+def test_eof_mid_body_is_worded_without_the_body() -> None:
+    connection = h11.Connection(h11.CLIENT)
+    _target, head = RequestBuilder().build(_action(1, "http://h/"))
+    request_bytes(connection, head, None)
+    receive(connection, b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc")
+    with pytest.raises(h11.RemoteProtocolError) as raised:
+        receive(connection, b"")
+    assert reason(raised.value).startswith("RemoteProtocolError: peer closed connection")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import _mcp_io.otel as shared_otel
 import mcp_core as core
-import mcp_sync._otel as sync_otel
 from mcp_core.replay import replay
 from tests.conftest import REPO_ROOT, fault_server_argv
 from tests.drivers.facade import DRIVERS, Facade
@@ -54,7 +54,7 @@ def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[object, object]]
 
 
 def test_no_provider_no_span_no_meta() -> None:
-    otel: object = sync_otel  # the one file both drivers use
+    otel: object = shared_otel  # the one file both drivers use
     # The API is installed (the official SDK needs it) but nobody configured a provider.
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
     assert otel.start_call_span("s", "t", "stdio") == (None, None)  # type: ignore[attr-defined]

@@ -1,8 +1,8 @@
 """Optional OpenTelemetry for ``call_tool``: a client span per call and W3C trace context in
 the request's ``params._meta`` (the ``otel`` extra: ``opentelemetry-api``).
 
-Both drivers use this one file (``mcp_asyncio`` imports it, as it imports the HTTP wire code
-of ``_h11pool``). Both functions are plain and never block, so each driver calls them in its
+Both drivers use this one file, from the neutral package ``_mcp_io`` (neither driver imports
+the other). Both functions are plain and never block, so each driver calls them in its
 caller's task or thread, where the caller's current span is the parent.
 
 Cost. Whether ``opentelemetry`` can be imported is checked once, at the first call, and

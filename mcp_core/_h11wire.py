@@ -1,32 +1,32 @@
-"""HTTP/1.1 for both drivers' executors, on h11, without I/O: what a request looks like on the
-wire, how the bytes of one socket read become events, which failures end a request and how they
-are worded, and the bookkeeping of a pool of keep-alive connections.
+"""HTTP/1.1 on h11 for both drivers' executors, without I/O: what a request looks like on the
+wire, how the bytes of one socket read become a response head, body bytes and its end, which
+failures end a request, the bookkeeping of a pool of keep-alive connections and the order in
+which requests are written.
 
-The executors (``mcp_sync._http`` on threads, ``mcp_asyncio._http`` on anyio) move the bytes;
-everything here is shared, so the two stay twins (STYLE 13).
+Pure, like the rest of the core: h11 is sans-IO, and nothing here touches a socket, a clock or
+a thread. The executors (``mcp_asyncio._http`` on anyio, ``mcp_sync._http`` on threads) move
+the bytes; the socket side both of them need (is a pooled socket still usable, how an OS error
+is worded, the TLS context) is in ``_mcp_io.http``. Everything here is shared, so the two
+executors stay twins (STYLE 13).
 
-Wording. A failure reason never quotes a URL or a header value (they may hold a secret): the
-exceptions raised here carry messages written here, OS errors are worded from their number, and
-an h11 error whose message quotes something (h11 quotes an offending header with repr()) keeps
-only its class name.
+Wording. The exceptions raised here carry messages written here and never quote a URL or a
+header value (they may hold a secret).
 """
 
 from __future__ import annotations
 
-import os
-import select
-import socket
+import inspect
 import urllib.parse
-from typing import Generic, NamedTuple, TypeVar
+from collections.abc import Hashable
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import h11
 
-from mcp_core import StartHttp
+from ._actions import StartHttp
 
 __all__ = [
     "FAILURES",
     "MAX_CONNECTIONS",
-    "READ_SIZE",
     "ConnectError",
     "HttpError",
     "Origin",
@@ -34,25 +34,20 @@ __all__ = [
     "ReadError",
     "RemoteProtocolError",
     "RequestBuilder",
+    "StartOrder",
     "Target",
     "UnsupportedProtocol",
     "WriteError",
     "connection_cap",
     "decode_headers",
     "finish",
-    "is_readable",
-    "os_message",
-    "reason",
     "receive",
     "request_bytes",
 ]
 
 Origin = tuple[str, str, int]  # (scheme, host, port): connections are pooled per origin
 C = TypeVar("C")
-
-# Bytes asked of the socket per read: one read's h11 events become at most one body event.
-READ_SIZE = 65536
-_REASON_LENGTH = 200
+R = TypeVar("R", bound=Hashable)
 
 
 class HttpError(Exception):
@@ -109,6 +104,11 @@ def _target(url: str) -> Target:
 
 
 _METHODS = {"GET": b"GET", "POST": b"POST", "DELETE": b"DELETE"}
+# h11's private keyword that skips validating again what it validated once; an h11 without it
+# (none in our range yet) gets no keyword and validates every head, the slow way.
+_VALIDATED: dict[str, Any] = (
+    {"_parsed": True} if "_parsed" in inspect.signature(h11.Request.__init__).parameters else {}
+)
 _PREPARED_MAX = 64  # distinct (URL, headers, body or not) kept: a client uses a few
 
 
@@ -151,10 +151,7 @@ class RequestBuilder:
             assert body is not None
             headers.append((b"Content-Length", b"%d" % len(body)))
         method = _METHODS.get(action.method) or action.method.encode("ascii")
-        try:
-            head = h11.Request(method=method, target=target.path, headers=headers, _parsed=True)
-        except TypeError:  # an h11 without the keyword: validated again, the slow way
-            head = h11.Request(method=method, target=target.path, headers=headers)
+        head = h11.Request(method=method, target=target.path, headers=headers, **_VALIDATED)
         return target, head
 
 
@@ -167,8 +164,8 @@ def _prepare(
     if b"host" not in names:
         encoded.insert(0, (b"Host", target.host))
     add_length = has_body and not names & {b"content-length", b"transfer-encoding"}
-    # Validated here, once, by h11 itself (its error names the offending header: reason()
-    # keeps only the class name of such a message).
+    # Validated here, once, by h11 itself (its error names the offending header: the
+    # executors' reason() keeps only the class name of such a message).
     length = [(b"Content-Length", b"0")] if add_length else []
     h11.Request(method=b"GET", target=target.path, headers=[*encoded, *length])
     return target, tuple(encoded), add_length
@@ -230,39 +227,6 @@ def decode_headers(head: h11.Response) -> tuple[tuple[str, str], ...]:
     )
 
 
-def is_readable(sock: socket.socket) -> bool:
-    """Whether a read would not block: on an idle pooled connection, the server closed it (or
-    sent something unasked), so it must not be used. A closed socket counts as readable."""
-    if sock.fileno() < 0:
-        return True
-    poller = select.poll()
-    poller.register(sock, select.POLLIN)
-    return bool(poller.poll(0))
-
-
-def os_message(exc: OSError) -> str:
-    """``"[Errno 111] Connection refused"``: an OS error worded from its number (asyncio adds
-    the address to a failed connect's message), a TLS or DNS error as its own message."""
-    errno = exc.errno
-    if isinstance(errno, int) and errno > 0 and type(exc).__module__ != "ssl":
-        return f"[Errno {errno}] {os.strerror(errno)}"
-    return str(exc) or type(exc).__name__
-
-
-def reason(exc: BaseException) -> str:
-    """``"ConnectError: [Errno 111] Connection refused"``: the class name, and the message
-    when it cannot hold a header value or URL."""
-    name = type(exc).__name__
-    if not isinstance(exc, FAILURES):
-        return name  # e.g. UnicodeEncodeError or ValueError: their messages quote the value
-    message = str(exc)
-    if isinstance(exc, OSError) and not isinstance(exc, HttpError):
-        message = os_message(exc)
-    if not message or (isinstance(exc, h11.ProtocolError) and ("'" in message or '"' in message)):
-        return name
-    return f"{name}: {message}"[:_REASON_LENGTH]
-
-
 # Connections open at once (and so requests sent at once) by one executor, at the least.
 MAX_CONNECTIONS = 32
 
@@ -297,7 +261,7 @@ class Pool(Generic[C]):
 
     def take(self, origin: Origin) -> C | None:
         """The most recently used idle connection to ``origin``, or None. The caller checks
-        that it is still usable (``is_readable``) and ``discard``s it otherwise."""
+        that it is still usable and ``discard``s it otherwise."""
         idle = self._idle.get(origin)
         if not idle:
             return None
@@ -335,3 +299,45 @@ class Pool(Generic[C]):
         self._idle.clear()
         self.open -= len(connections)
         return connections
+
+
+class StartOrder(Generic[R]):
+    """The ``StartHttp`` contract's order rule, kept in one place for both executors: requests
+    are written in the order they were started. A request that has its connection waits until
+    every request started before it was written or ended unwritten (aborted, failed).
+
+    The machine relies on it: the ``notifications/initialized`` POST, started while the
+    ``initialize`` answer still streams, must reach the server before the calls started once
+    the session is ready, whichever of them gets a connection first.
+
+    No I/O and no lock: the executor calls it under its own (the sync one) or from its one
+    thread (the anyio one), and wakes whoever ``written`` names.
+    """
+
+    __slots__ = ("_unsent",)
+
+    def __init__(self) -> None:
+        # Insertion-ordered: the requests started and neither written nor ended, oldest first.
+        self._unsent: dict[R, None] = {}
+
+    def started(self, request: R) -> None:
+        """``request`` was started: it is written after every request started before it."""
+        self._unsent[request] = None
+
+    def head(self) -> R | None:
+        """The request whose turn it is to be written, or None when every request was."""
+        return next(iter(self._unsent), None)
+
+    def written(self, request: R) -> R | None:
+        """``request`` was written, or ended unwritten; a request not (or no longer) waiting
+        is ignored. Returns the new head when ``request`` was the head (its writer may be
+        waiting for its turn), else None."""
+        if request not in self._unsent:
+            return None
+        was_head = self.head() is request
+        del self._unsent[request]
+        return self.head() if was_head else None
+
+    def clear(self) -> None:
+        """Forget every request (the executor closed)."""
+        self._unsent.clear()

@@ -1,0 +1,16 @@
+"""The I/O-side code both drivers share, private to this distribution.
+
+``mcp_asyncio`` and ``mcp_sync`` are twins that never import each other (SPEC §2): importing
+the anyio driver must not load the blocking one, nor the reverse. What both need and is pure
+(HTTP/1.1 request building and response parsing, the pool's bookkeeping, the start order)
+lives in the core, ``mcp_core._h11wire``. What both need and is not pure lives here, in one
+neutral package that belongs to neither driver: it imports no event loop (no anyio, no
+asyncio) and starts no thread, so either driver may import it without loading the other's
+machinery.
+
+- ``_mcp_io.http``: the socket side of the HTTP executors (is an idle pooled socket still
+  usable, how an OS error or a failure is worded, the TLS context).
+- ``_mcp_io.otel``: the optional OpenTelemetry span of a ``call_tool``.
+
+Named for what it holds (I/O for MCP), with a leading underscore: nothing here is public API.
+"""
