@@ -23,7 +23,9 @@ connection while an earlier one is still connecting: it is parked on that connec
 every request started before it was written (or ended).
 
 Aborting detaches the request from its connection and closes that connection at once (a
-connection attempt is cancelled instead), so nothing more is fed for it. At most
+connection attempt is cancelled instead), so nothing more is read for it. Whatever event of an
+aborted stream still reaches ``feed`` is dropped by the machine (the one filter for late
+events); the executor only spares itself the work. At most
 ``connection_cap(pool_size, max_connections)`` requests are sent at once, and as many
 connections are open; the other requests wait here, in FIFO order, where abort() removes them.
 """
@@ -155,7 +157,9 @@ class HttpExecutor:
 
     def abort(self, stream: int) -> None:
         """End the request of ``stream`` now: its connection is closed, not returned to the
-        pool half-read, and nothing more is fed for it. An unknown or ended stream is ignored."""
+        pool half-read, and nothing more is read for it. An unknown or ended stream is ignored.
+        (A failure already under way, e.g. of a request that could not be built, may still be
+        fed: the machine ignores events of a stream it aborted, the one filter for them.)"""
         request = self._requests.pop(stream, None)
         if request is not None:
             self._abort(request)
@@ -260,14 +264,13 @@ class HttpExecutor:
         stream = request.action.stream
         if response is not None:
             status, headers = response.status_code, decode_headers(response)
-            self._emit(
-                request,
-                HttpResponseStarted(now=self._now(), stream=stream, status=status, headers=headers),
+            self._feed(
+                HttpResponseStarted(now=self._now(), stream=stream, status=status, headers=headers)
             )
             if connection.request is not request:
-                return  # aborted from inside the feed
+                return  # aborted from inside the feed: nothing more to read for it
         if body:  # one event per read: an SSE body may never end
-            self._emit(request, HttpBodyReceived(now=self._now(), stream=stream, data=body))
+            self._feed(HttpBodyReceived(now=self._now(), stream=stream, data=body))
             if connection.request is not request:
                 return
         if ended:
@@ -323,8 +326,8 @@ class HttpExecutor:
         # else: a failure about to be fed by _fail_soon, which now feeds nothing
 
     def _finish(self, request: _Request, final: HttpEvent | None) -> None:
-        """The request ended: its slot goes to the next waiting request, then ``final`` is fed
-        if the request was not aborted. Idempotent."""
+        """The request ended: its slot goes to the next waiting request, then ``final`` (if
+        any) is fed. Idempotent."""
         if request.finished:
             return
         request.finished = True
@@ -339,15 +342,11 @@ class HttpExecutor:
             self._sending -= 1
         self._order.written(request)  # ended: it holds back nobody started after it
         self._send_in_order()
-        if final is not None and self._requests.get(final.stream) is request:
-            del self._requests[final.stream]
+        stream = request.action.stream
+        if self._requests.get(stream) is request:
+            del self._requests[stream]
+        if final is not None:
             self._feed(final)
-
-    def _emit(self, request: _Request, event: HttpEvent) -> None:
-        # Only while the request is current: after abort() (maybe from inside this very feed)
-        # nothing more is fed for its stream.
-        if self._requests.get(event.stream) is request:
-            self._feed(event)
 
     # --- tasks ---------------------------------------------------------------------------------
 

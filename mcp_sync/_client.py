@@ -64,7 +64,7 @@ from mcp_core import (
 from mcp_core.driver import reservation_facts
 from mcp_core.replay import Recorder
 
-from ._http import HttpEvent, HttpExecutor, HttpRequest
+from ._http import HttpExecutor, HttpRequest
 from ._process import ProcessSlot
 
 __all__ = ["Client"]
@@ -154,7 +154,7 @@ class Client:
         self._record_file: IO[str] | None = None
         self._recorder: Recorder | None = None
         self._timer: threading.Thread | None = None
-        self._http = HttpExecutor(self._feed_http, time.monotonic, pool_size=self._spec.pool_size)
+        self._http = HttpExecutor(self._feed, time.monotonic, pool_size=self._spec.pool_size)
         self._stopped = threading.Event()
 
     @property
@@ -387,15 +387,6 @@ class Client:
                 later = self._handle(event)
         _perform(later)
 
-    def _feed_http(self, event: HttpEvent) -> None:
-        """Feed an event of an HTTP request, unless the machine aborted it meanwhile (the
-        request thread may have read its bytes just before AbortHttp was performed)."""
-        later: list[Callable[[], None]] = []
-        with self._lock:
-            if self._http.is_live(event.stream):
-                later = self._handle(event)
-        _perform(later)
-
     def _handle(self, event: Event, caller: _Waiter | None = None) -> list[Callable[[], None]]:
         """With the lock held: record and handle ``event``, perform the actions that cannot
         block, and return the others (to run once the lock is released). ``caller``: the
@@ -483,11 +474,13 @@ class Client:
     def _answer_in_thread(self, handler: Handler, action: HandleServerRequest) -> None:
         # The handler may block on a person: it runs in its own thread, never under the lock.
         def run() -> None:
-            self._submit_event(_answer(handler, action))
+            self._feed(_answer(handler, action))
 
         threading.Thread(target=run, name=f"mcp-{self.name}-handler", daemon=True).start()
 
-    def _submit_event(self, event: Event) -> None:
+    def _feed(self, event: Event) -> None:
+        """Feed ``event`` from any thread: an HTTP request's (an event of a stream the machine
+        aborted meanwhile is dropped by the machine), a handler's answer."""
         with self._lock:
             later = self._handle(event)
         _perform(later)

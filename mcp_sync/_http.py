@@ -153,9 +153,8 @@ class HttpExecutor:
     plus inline runners, ``max_connections`` sets it exactly (see ``connection_cap``).
 
     A worker learns of an abort only when its socket wakes it, so events of an aborted stream
-    can still reach ``feed`` after ``abort`` returned: the feed drops them by taking the lock
-    it also holds around ``start`` and ``abort`` and checking ``is_live(event.stream)`` under
-    it (the executor does not check for it: one lock per event is enough).
+    can still reach ``feed`` after ``abort`` returned: the machine drops them (it ignores
+    events of a stream it aborted: the one filter for late events, in the core).
     """
 
     def __init__(
@@ -195,9 +194,7 @@ class HttpExecutor:
 
     def is_live(self, stream: int) -> bool:
         """True while ``stream`` was started and neither aborted nor done (its last event fed).
-
-        Without the executor's lock (one dict lookup is atomic): the feed asks it for every
-        event, under the client's lock, which start() and abort() also run under."""
+        Without the executor's lock (one dict lookup is atomic)."""
         return stream in self._requests
 
     def start(self, action: StartHttp, *, inline: bool = False) -> _Request | None:
@@ -337,8 +334,7 @@ class HttpExecutor:
                 final = self._perform(request)
                 assert final is not None  # only a caller hands a request over
                 done = request
-                # Fed while the request is still live (the client checks is_live under its
-                # lock); the next _take forgets it.
+                # Fed while the request is still live; the next _take forgets it.
                 self._feed(final)
         except BaseException:
             # A bug (the feed raised; threading reports it): leave no count behind.

@@ -458,8 +458,9 @@ def _http_threads() -> list[threading.Thread]:
 
 
 class SyncHarness:
-    """A sync executor feeding a list. Like the sync client, the feed drops an event whose
-    stream was aborted meanwhile, checked under the lock that abort() also runs under."""
+    """A sync executor feeding a list. Standing in for the machine, the feed drops an event
+    whose stream was aborted meanwhile (the machine's one filter for late events), checked
+    under the lock that abort() also runs under, as the client does with the machine."""
 
     def __init__(self, max_connections: int = 32) -> None:
         self.events: list[HttpEvent] = []
@@ -884,7 +885,8 @@ def test_sync_a_thousand_requests_leave_nothing_behind(
 
 
 class AsyncHarness:
-    """An async executor in its own task group, feeding a list."""
+    """An async executor in its own task group, feeding a list, unfiltered: the tests see
+    everything it feeds, after an abort too (it reads nothing more for an aborted stream)."""
 
     def __init__(self, tasks: Any, max_connections: int | None = None) -> None:
         self.events: list[HttpEvent] = []

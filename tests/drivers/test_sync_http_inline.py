@@ -412,9 +412,10 @@ def test_ctrl_c_while_the_main_thread_runs_its_request(server: McpServer) -> Non
 
 
 class Harness:
-    """An executor feeding a list, as the client's feed does: an event of a stream aborted
-    meanwhile is dropped (checked under the lock abort() runs under). Notes which thread fed
-    each event."""
+    """An executor feeding a list, standing in for the machine: an event of a stream aborted
+    meanwhile is dropped, as the machine drops it (checked under the lock abort() runs under,
+    as the client feeds the machine under the lock it performs AbortHttp under). Notes which
+    thread fed each event."""
 
     def __init__(self, max_connections: int = 4) -> None:
         self.events: list[HttpEvent] = []
