@@ -25,6 +25,7 @@ __all__ = [
     "RequestTimeout",
     "ServerExited",
     "SessionRejected",
+    "UnexpectedEvent",
     "UnknownTool",
     "UnmeteredCall",
     "UnsupportedVersion",
@@ -51,6 +52,21 @@ class McpError(Exception):
 
 class InvalidSpec(McpError):
     """The spec was refused; nothing was started. The message shows the spec redacted."""
+
+
+class UnexpectedEvent(McpError):
+    """A driver fed an event the machine's transition table does not allow in its phase (say,
+    ``ProcessSpawned`` for a slot that asked for no process). Raised by ``handle()`` at once,
+    before anything changes: it is a bug in the driver, not something a server can cause.
+    ``phase`` and ``event`` name the two."""
+
+    def __init__(self, phase: str, event: str, where: str = "") -> None:
+        super().__init__(
+            f"{event} is not allowed in phase {phase}{where}: the driver fed an event the "
+            "machine did not ask for (see the transition table in mcp_core/_phases.py)"
+        )
+        self.phase = phase
+        self.event = event
 
 
 class NoHttpClient(McpError):

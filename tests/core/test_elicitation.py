@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import mcp_core as core
+from mcp_core._server_requests import MAX_ELICITATIONS
 from mcp_core.replay import Recorder, encode_action, replay_lines
 from tests.core.harness import TEXT_RESULT, Harness
 
@@ -161,7 +162,7 @@ def test_url_elicitation_required_is_a_typed_error_the_caller_can_act_on() -> No
 
 def test_only_the_newest_elicitations_are_remembered() -> None:
     h = legacy("form", "url")
-    for n in range(core._machine.MAX_ELICITATIONS + 1):
+    for n in range(MAX_ELICITATIONS + 1):
         server_request(h, f"r{n}", {**URL_ASK, "elicitationId": f"e{n}"})
     server_request(h, "again", {**URL_ASK, "elicitationId": "e1"})  # asked again: kept newest
     assert complete(h, "e0") == []  # the oldest was forgotten

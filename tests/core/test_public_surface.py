@@ -75,6 +75,7 @@ ERRORS = [
     "RequestTimeout",
     "ServerExited",
     "SessionRejected",
+    "UnexpectedEvent",
     "UnknownTool",
     "UnmeteredCall",
     "UnsupportedVersion",

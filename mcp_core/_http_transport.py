@@ -1,0 +1,571 @@
+"""The HTTP transport layer: Streamable HTTP in both eras, and HTTP+SSE (2024-11-05).
+
+It turns a connection into HTTP requests and back. Every message is its own POST
+(``StartHttp`` with a stream number); the answer is a JSON body or an SSE stream, read here
+into messages for the session. This layer owns what HTTP decides:
+
+- the headers of each request, per era (``_http.request_headers``), and the session id the
+  server assigned (legacy), echoed until the server forgets it;
+- what a status means: 401/403 (credentials), 404 for a request that carried the session id
+  (a new session), a 4xx to ``initialize`` (an HTTP+SSE server: GET the URL instead), 429 and
+  5xx during the handshake (retry, honouring ``Retry-After``), a JSON-RPC error in a 4xx body
+  (the modern era's errors);
+- resuming a dropped SSE answer with GET + ``Last-Event-ID`` (legacy, at most 3 times,
+  honouring the stream's ``retry``), the optional listening GET, and the ``DELETE`` of the
+  session on close (waited for at most ``shutdown_grace``);
+- which stream events still matter: an event for a stream this layer aborted or finished is
+  dropped here (the one place late HTTP events are filtered); one for a stream never started
+  is a driver bug (``UnexpectedEvent``).
+
+Authorization (OAuth, the next layer) slots in between this layer and the driver without
+touching the session or this file's decisions: it wraps ``send`` to add a token, and sees each
+``HttpResponseStarted`` first, holding a 401/403 answer's request (and those queued behind it)
+until a token is refreshed or obtained, then re-sending it once; only a permanent refusal
+reaches this layer as the 401/403 it handles today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urljoin, urlsplit
+
+from . import _jsonrpc as rpc
+from ._actions import AbortHttp, Action, StartHttp
+from ._connection import DISCOVER, INITIALIZE, Connection, Session, Work
+from ._eras import MODERN_VERSION
+from ._errors import (
+    ConnectFailed,
+    InvalidResponse,
+    MessageTooLarge,
+    SessionRejected,
+    UnexpectedEvent,
+)
+from ._events import HttpBodyReceived, HttpFailed, HttpResponseEnded, HttpResponseStarted
+from ._framing import encode_message
+from ._http import (
+    content_type,
+    find_header,
+    http_error,
+    parse_json_body,
+    parse_retry_after,
+    request_headers,
+)
+from ._phases import Step
+from ._spec import Spec
+from ._sse import SseDecoder, SseFrame, SseTooLarge
+
+__all__ = ["HttpEvent", "HttpTransport"]
+
+HttpEvent = HttpResponseStarted | HttpBodyReceived | HttpResponseEnded | HttpFailed
+
+
+@dataclass(slots=True, eq=False)
+class _Stream:
+    """One HTTP request of a connection and what its answer has shown so far."""
+
+    kind: str  # "post" | "get" | "delete" | "sse" (the HTTP+SSE transport's one GET stream)
+    request_id: int | None  # the JSON-RPC request this POST (or resuming GET) answers
+    carried_session: bool
+    status: int = 0
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytearray | None = None  # a JSON (or error) answer, collected whole, capped
+    sse: SseDecoder | None = None
+    resumes: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class _Resume:
+    """A dropped SSE answer to resume with GET + Last-Event-ID once ``at`` has come."""
+
+    at: float
+    request_id: int
+    last_event_id: str
+    attempt: int
+
+
+@dataclass(slots=True, eq=False)
+class _Link:
+    """What the transport knows of one connection's HTTP session."""
+
+    session_id: str | None = None  # the session the server assigned (legacy)
+    sse: bool = False  # HTTP+SSE (2024-11-05)
+    sse_endpoint: str | None = None  # the URL its `endpoint` event named, once known
+    streams: dict[int, _Stream] = field(default_factory=dict)
+    resumes: list[_Resume] = field(default_factory=list)
+    confirming: int | None = None  # the stream of the initialized POST the session awaits
+    deleting: bool = False  # the DELETE of the session is in flight (on close)
+    stop_deadline: float | None = None  # stop waiting for the DELETE then
+
+
+class HttpTransport:
+    """HTTP requests for ``connections``; see the module docstring."""
+
+    def __init__(
+        self, spec: Spec, connections: Sequence[Connection], session: Session, out: list[Action]
+    ) -> None:
+        assert spec.url is not None
+        self._spec = spec
+        self._url = spec.url
+        self._connections = connections
+        self._session = session
+        self._out = out
+        self._links = [_Link() for _ in connections]
+        self._stream_connections: dict[int, Connection] = {}  # live stream -> its connection
+        self._next_stream = 0
+
+    # --- what the session asks ---------------------------------------------------------------
+
+    name = "http"
+
+    @property
+    def sse(self) -> bool:
+        """Some connection speaks HTTP+SSE (2024-11-05)."""
+        return any(link.sse for link in self._links)
+
+    def speaks_sse(self, connection: Connection) -> bool:
+        """``connection`` speaks HTTP+SSE (2024-11-05)."""
+        return self._links[connection.index].sse
+
+    def open(self, connection: Connection) -> bool:
+        """Nothing to wait for: the endpoint is there to POST to. True: up now."""
+        link = self._links[connection.index]
+        link.session_id = link.sse_endpoint = None
+        link.sse = False
+        connection.move(Step.OPEN)
+        return True
+
+    def send(
+        self, connection: Connection, message: Mapping[str, Any], request_id: int | None
+    ) -> None:
+        """Legacy and modern Streamable HTTP: every message is its own POST."""
+        link = self._links[connection.index]
+        headers = self._headers(connection, "POST", message)
+        stream = _Stream(
+            kind="post",
+            request_id=request_id,
+            carried_session=find_header(headers, "mcp-session-id") is not None,
+        )
+        body = encode_message(message)[:-1]
+        self._start(connection, stream, "POST", headers, body, link.sse_endpoint)
+
+    def acknowledge(self, connection: Connection, message: Mapping[str, Any]) -> bool:
+        """POST ``notifications/initialized``; True: the session waits for its answer.
+
+        Legacy lifecycle: the client "MUST send an initialized notification" before normal
+        operations. Over HTTP each message is its own POST, on a connection of its own when
+        the initialize answer still streams: a call made once ready could overtake it."""
+        self.send(connection, message, None)
+        self._links[connection.index].confirming = self._next_stream
+        return True
+
+    def cancel(self, connection: Connection, request_id: int) -> bool:
+        """Stop reading the answer to ``request_id``. True when the server must also be told
+        with ``notifications/cancelled``: 2026-07-28 closes the stream instead (closing IS the
+        cancel), the legacy eras need the notification."""
+        self.forget(connection, request_id)
+        return not connection.modern
+
+    def forget(self, connection: Connection, request_id: int) -> None:
+        """The machine stopped waiting for ``request_id``: close its stream, if open."""
+        for stream_id, stream in self._links[connection.index].streams.items():
+            if stream.request_id == request_id:
+                self._abort(stream_id)
+                return
+
+    def fail(self, connection: Connection) -> bool:
+        """Drop a failed connection's streams and session; nothing to wait for (False)."""
+        link = self._links[connection.index]
+        self._abort_streams(link)
+        link.session_id = link.confirming = None
+        link.resumes.clear()
+        return False
+
+    def close(self, connection: Connection) -> bool:
+        """Stop: abort every stream, then (legacy, with a session) DELETE the session, as the
+        client "SHOULD" (2025-03-26+ transports §Session Management); True while waiting for
+        that answer, at most ``shutdown_grace``."""
+        link = self._links[connection.index]
+        link.resumes.clear()
+        self._abort_streams(link)
+        if link.session_id is None or connection.modern:
+            return False
+        headers = self._headers(connection, "DELETE", None)
+        link.session_id = None
+        link.deleting = True
+        link.stop_deadline = self._session.now + self._spec.shutdown_grace
+        self._start(
+            connection,
+            _Stream(kind="delete", request_id=None, carried_session=True),
+            "DELETE",
+            headers,
+        )
+        return True
+
+    def _renew(self, connection: Connection, link: _Link) -> None:
+        """The server forgot the session: forget it too, and every stream of it."""
+        link.session_id = None
+        link.confirming = None
+        self._abort_streams(link)
+
+    def open_sse(self, connection: Connection) -> None:
+        """2024-11-05 HTTP with SSE: GET the URL; the stream's first event names the endpoint
+        that every message is POSTed to, and every answer comes back on the stream."""
+        link = self._links[connection.index]
+        link.sse, link.sse_endpoint = True, None
+        connection.move(Step.INITIALIZE)
+        stream = _Stream(kind="sse", request_id=None, carried_session=False)
+        self._start(connection, stream, "GET", self._headers(connection, "GET", None))
+
+    # --- time --------------------------------------------------------------------------------
+
+    def next_deadline(self, best: float | None) -> float | None:
+        """The earlier of ``best`` and this layer's own deadlines."""
+        for link in self._links:
+            if link.stop_deadline is not None and (best is None or link.stop_deadline < best):
+                best = link.stop_deadline
+            for resume in link.resumes:
+                if best is None or resume.at < best:
+                    best = resume.at
+        return best
+
+    def expire(self, connection: Connection, now: float) -> None:
+        """The DELETE of the session got no answer in time: stop waiting for it."""
+        link = self._links[connection.index]
+        if link.stop_deadline is not None and link.stop_deadline <= now:
+            self._abort_streams(link)
+            self._deleted(connection, link)
+
+    def resume_due(self, connection: Connection, now: float) -> None:
+        link = self._links[connection.index]
+        for resume in [r for r in link.resumes if r.at <= now]:
+            link.resumes.remove(resume)
+            if resume.request_id in connection.requests:
+                self._resume(connection, resume)
+
+    # --- requests ----------------------------------------------------------------------------
+
+    def _start(
+        self,
+        connection: Connection,
+        stream: _Stream,
+        method: Literal["GET", "POST", "DELETE"],
+        headers: tuple[tuple[str, str], ...],
+        body: bytes | None = None,
+        url: str | None = None,
+    ) -> None:
+        self._next_stream += 1
+        self._links[connection.index].streams[self._next_stream] = stream
+        self._stream_connections[self._next_stream] = connection
+        self._out.append(
+            StartHttp(
+                stream=self._next_stream,
+                method=method,
+                url=url or self._url,
+                headers=headers,
+                body=body,
+            )
+        )
+
+    def _headers(
+        self, connection: Connection, method: str, message: Mapping[str, Any] | None
+    ) -> tuple[tuple[str, str], ...]:
+        link = self._links[connection.index]
+        probe = message is not None and message.get("method") == DISCOVER
+        handshake = message is not None and message.get("method") == INITIALIZE
+        modern = probe or connection.modern
+        if modern:
+            version: str | None = MODERN_VERSION
+        elif handshake or connection.handshake is None or link.sse:
+            version = None  # "not on the initialize POST itself" (2025-06-18 transports)
+        else:
+            version = connection.handshake.protocol_version
+        return request_headers(
+            user_headers=self._spec.headers,
+            method=method,
+            body=message,
+            session_id=None if handshake or modern else link.session_id,
+            protocol_version=version,
+            modern=modern,
+        )
+
+    def _listen(self, connection: Connection) -> None:
+        """2025-03-26+ transports §Listening: the optional GET stream for server messages
+        (405 means the server offers none)."""
+        self._start(
+            connection,
+            _Stream(kind="get", request_id=None, carried_session=True),
+            "GET",
+            self._headers(connection, "GET", None),
+        )
+
+    def _resume(self, connection: Connection, resume: _Resume) -> None:
+        """2025-11-25 transports §Resumability: resumption is "always via GET +
+        Last-Event-ID", even for a stream that a POST opened."""
+        headers = (
+            *self._headers(connection, "GET", None),
+            ("Last-Event-ID", resume.last_event_id),
+        )
+        stream = _Stream(
+            kind="get", request_id=resume.request_id, carried_session=True, resumes=resume.attempt
+        )
+        self._start(connection, stream, "GET", headers)
+
+    def _abort(self, stream_id: int) -> None:
+        connection = self._stream_connections.pop(stream_id)
+        del self._links[connection.index].streams[stream_id]
+        self._out.append(AbortHttp(stream=stream_id))
+
+    def _abort_streams(self, link: _Link) -> None:
+        for stream_id in list(link.streams):
+            self._abort(stream_id)
+
+    def _deleted(self, connection: Connection, link: _Link) -> None:
+        link.deleting = False
+        link.stop_deadline = None
+        self._session.gone(connection)
+
+    # --- events ------------------------------------------------------------------------------
+
+    def handle(self, event: HttpEvent) -> None:
+        """Feed one HTTP event; one for a stream no longer followed is dropped."""
+        connection = self._stream_connections.get(event.stream)
+        if connection is None:
+            if not 0 < event.stream <= self._next_stream:
+                raise UnexpectedEvent(
+                    self._session.phase.name,
+                    type(event).__name__,
+                    f" (stream {event.stream} was never started)",
+                )
+            return  # aborted or finished: whatever the driver still had is late
+        link = self._links[connection.index]
+        stream = link.streams[event.stream]
+        if isinstance(event, HttpBodyReceived):
+            self._on_body(connection, link, event.stream, stream, event.data)
+        elif isinstance(event, HttpResponseStarted):
+            self._on_head(connection, link, event, stream)
+        else:
+            del self._stream_connections[event.stream], link.streams[event.stream]
+            if isinstance(event, HttpResponseEnded):
+                self._on_end(connection, link, event.stream, stream)
+            else:
+                self._on_failed(connection, link, event, stream)
+
+    def _on_head(
+        self, connection: Connection, link: _Link, event: HttpResponseStarted, stream: _Stream
+    ) -> None:
+        if link.confirming == event.stream:
+            self._confirmed(connection, link)
+        stream.status, stream.headers = event.status, event.headers
+        ok = 200 <= event.status < 300
+        owner = (
+            connection.requests.get(stream.request_id) if stream.request_id is not None else None
+        )
+        if ok and owner == INITIALIZE:
+            # "A server MAY assign a session ID ... on the HTTP response containing the
+            # InitializeResult"; the client "MUST" echo it afterwards.
+            link.session_id = find_header(event.headers, "mcp-session-id")
+        if ok and content_type(event.headers) == "text/event-stream":
+            stream.sse = SseDecoder(self._spec.max_message_bytes)
+        else:
+            stream.body = bytearray()
+
+    def _confirmed(self, connection: Connection, link: _Link) -> None:
+        link.confirming = None
+        self._session.confirmed(connection)
+        if link.session_id is not None:
+            self._listen(connection)
+
+    def _on_body(
+        self, connection: Connection, link: _Link, stream_id: int, stream: _Stream, data: bytes
+    ) -> None:
+        if stream.sse is not None:
+            self._on_sse_frames(connection, link, stream_id, stream, stream.sse.feed(data))
+        else:
+            assert stream.body is not None, "body before the response head"
+            stream.body += data
+            if len(stream.body) > self._spec.max_message_bytes:
+                self._too_large(connection, stream_id, stream, len(stream.body))
+
+    def _on_sse_frames(
+        self,
+        connection: Connection,
+        link: _Link,
+        stream_id: int,
+        stream: _Stream,
+        frames: list[SseFrame],
+    ) -> None:
+        for frame in frames:
+            if isinstance(frame, SseTooLarge):
+                self._too_large(connection, stream_id, stream, frame.size)
+                return
+            if frame.event == "endpoint" and stream.kind == "sse":
+                self._on_endpoint(connection, link, frame.data)
+                continue
+            if frame.event != "message":
+                continue  # priming and unknown event types carry no JSON-RPC message
+            payload = parse_json_body(frame.data.encode("utf-8"))
+            self._on_payload(connection, payload, "an SSE event")
+
+    def _on_payload(self, connection: Connection, payload: object, where: str) -> None:
+        if isinstance(payload, dict | list):
+            items = payload if isinstance(payload, list) else [payload]
+            for item in items:
+                self._session.received(connection, rpc.classify(item))
+        else:
+            self._session.log("WARNING", f"skipped {where} that is not a JSON-RPC message")
+
+    def _too_large(
+        self, connection: Connection, stream_id: int, stream: _Stream, size: int
+    ) -> None:
+        request_id = stream.request_id
+        self._abort(stream_id)
+        error = MessageTooLarge(size, self._spec.max_message_bytes)
+        if request_id is not None and request_id in connection.requests:
+            self._session.lose(connection, connection.requests.pop(request_id), error)
+
+    def _on_end(self, connection: Connection, link: _Link, stream_id: int, stream: _Stream) -> None:
+        if stream.kind == "delete":
+            self._deleted(connection, link)
+        elif stream.sse is not None:
+            stream.sse.close()  # an event without its blank line is discarded (WHATWG)
+            self._unanswered(connection, link, stream, "the SSE stream ended")
+        elif 200 <= stream.status < 300:
+            body = bytes(stream.body or b"")
+            if body.strip() and stream.request_id is not None:
+                self._on_payload(connection, parse_json_body(body), "an HTTP body")
+            self._unanswered(connection, link, stream, f"HTTP {stream.status} came with no answer")
+        else:
+            self._on_status(connection, link, stream, bytes(stream.body or b""))
+
+    def _on_failed(
+        self, connection: Connection, link: _Link, event: HttpFailed, stream: _Stream
+    ) -> None:
+        if link.confirming == event.stream:
+            self._confirmed(connection, link)  # whether it arrived cannot be known: go on
+        if stream.kind == "delete":
+            self._deleted(connection, link)
+        else:
+            self._unanswered(connection, link, stream, f"the HTTP request failed: {event.reason}")
+
+    def _unanswered(self, connection: Connection, link: _Link, stream: _Stream, what: str) -> None:
+        """A response is over; if its request is still unanswered, resume or fail it."""
+        if stream.kind == "sse":
+            # The HTTP+SSE stream carries every answer: losing it loses the connection.
+            self._session.fail(connection, ConnectFailed(f"the HTTP+SSE stream is gone: {what}"))
+            return
+        request_id = stream.request_id
+        if request_id is None or request_id not in connection.requests:
+            return
+        if link.sse and stream.kind == "post" and 200 <= stream.status < 300:
+            return  # HTTP+SSE: a POST is only accepted; its answer comes on the SSE stream
+        sse = stream.sse
+        if sse is not None and sse.last_event_id and not connection.modern and stream.resumes < 3:
+            # "the client MUST honor the retry field" before reconnecting (2025-11-25).
+            delay = (sse.retry or 0) / 1000
+            link.resumes.append(
+                _Resume(
+                    self._session.now + delay, request_id, sse.last_event_id, stream.resumes + 1
+                )
+            )
+            return
+        owner = connection.requests.pop(request_id)
+        method = owner.method if isinstance(owner, Work) else owner
+        self._session.lose(connection, owner, InvalidResponse(method, f"{what} before the answer"))
+
+    def _on_status(self, connection: Connection, link: _Link, stream: _Stream, body: bytes) -> None:
+        """A non-2xx answer: what it means depends on the status, the era and the request."""
+        status = stream.status
+        requests = connection.requests
+        owner = requests.get(stream.request_id) if stream.request_id is not None else None
+        if stream.kind == "sse":
+            permanent = status in (401, 403)
+            failed = ConnectFailed(
+                f"the server answered the HTTP+SSE GET with HTTP {status}",
+                permanent=permanent,
+                http_error=http_error(status, stream.headers),
+            )
+            self._session.fail(connection, failed, permanent=permanent)
+            return
+        if owner is None or stream.request_id is None:
+            level = "DEBUG" if stream.kind == "get" else "WARNING"
+            self._session.log(
+                level, f"HTTP {status} to a {stream.kind.upper()} with no pending request"
+            )
+            return
+        request_id = stream.request_id
+        error = http_error(status, stream.headers)
+        handshake = not isinstance(owner, Work)
+        if status in (401, 403):
+            del requests[request_id]
+            if handshake:
+                # SPEC §7: credentials were resolved once; retrying presents them again.
+                failed = ConnectFailed(
+                    f"the server answered HTTP {status} (check the credentials in headers)",
+                    permanent=True,
+                    http_error=error,
+                )
+                self._session.fail(connection, failed, permanent=True)
+            else:
+                self._session.lose(connection, owner, error)
+            return
+        if status == 404 and stream.carried_session:
+            # "On 404 for a request that carried a session id, the client MUST start a new
+            # session with a fresh InitializeRequest" (2025-03-26+ transports).
+            del requests[request_id]
+            self._renew(connection, link)
+            self._session.send_initialize(connection)
+            self._session.lose(
+                connection,
+                owner,
+                SessionRejected(
+                    "the server no longer knows this session (HTTP 404); the client opened a "
+                    "new one: retry the call"
+                ),
+            )
+            return
+        payload = parse_json_body(body)
+        if (
+            isinstance(payload, dict)
+            and isinstance(payload.get("error"), dict)
+            and payload.get("id") in (None, request_id)
+        ):
+            # Modern errors come as 4xx with a JSON-RPC error body (2026-07-28 §Errors).
+            self._session.received(connection, rpc.Response(request_id, None, payload["error"]))
+            return
+        del requests[request_id]
+        if handshake and (status == 429 or status >= 500):
+            connection.retry_after = parse_retry_after(find_header(stream.headers, "retry-after"))
+            self._session.fail(connection, ConnectFailed(f"the server answered HTTP {status}"))
+        elif owner == INITIALIZE and status in (400, 404, 405) and not link.sse:
+            # 2025-03-26+ transports §Backwards Compatibility: a 4xx to the initialize POST
+            # (2025-11-25: 400, 404 or 405) means an HTTP+SSE server: GET the URL.
+            self.open_sse(connection)
+        elif owner == INITIALIZE:
+            self._session.fail(
+                connection,
+                ConnectFailed(
+                    f"the server answered initialize with HTTP {status}", http_error=error
+                ),
+            )
+        else:
+            self._session.lose(connection, owner, error)
+
+    def _on_endpoint(self, connection: Connection, link: _Link, data: str) -> None:
+        endpoint = urljoin(self._url, data.strip())
+        if _origin(endpoint) != _origin(self._url):
+            # The spec's headers (credentials) go to the configured origin only.
+            refused = ConnectFailed(
+                "the HTTP+SSE server named an endpoint on another origin; refused",
+                permanent=True,
+            )
+            self._session.fail(connection, refused, permanent=True)
+        elif link.sse_endpoint is None:
+            link.sse_endpoint = endpoint
+            self._session.send_initialize(connection)
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.rsplit("@", 1)[-1].lower()

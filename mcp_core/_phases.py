@@ -1,0 +1,281 @@
+"""The transition tables: every phase a session and its connections can be in, and what moves
+them. Everything that changes a phase goes through ``session_step``, ``connection_step`` or
+``stop_step`` below, so these tables are the whole truth about "in this phase, this leads
+there" (h11's ``_state.py`` is the model). ``docs/states.md`` is drawn from them by
+``scripts/draw_states.py`` and a test keeps it in sync.
+
+Three tables:
+
+- ``SESSION_TABLE``: the client as a whole, keyed by the public event types a driver feeds.
+  A session is ``NEW`` until ``Connect``, ``RUNNING`` until ``Close``, ``CLOSING`` until every
+  connection is ``IDLE`` (then ``CLOSED``, from which ``Connect`` starts it again). Process and
+  HTTP events are refused in ``NEW``: nothing was asked of the driver yet.
+- ``CONNECTION_TABLE``: one connection ("slot": a server process, or an HTTP session), keyed by
+  the three process events that move it and by the named ``Step`` values the layers take
+  (``Step.PROBE`` is "server/discover was sent", and so on). Events that move no connection
+  (stdout and stderr bytes, write failures, HTTP bodies, caller requests) are not in it.
+- ``STOP_TABLE``: the shutdown of one server process (SPEC §8): close stdin, SIGTERM, SIGKILL,
+  each after ``shutdown_grace`` seconds, then give up.
+
+A pair missing from a table raises ``UnexpectedEvent`` naming the phase and the event: from
+``handle()`` when a driver feeds an event the machine did not ask for (``ProcessSpawned`` for
+a slot that is not spawning), and from inside the machine if a layer ever tried a step its
+phase does not allow (a bug the stateful tests look for).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+from ._errors import UnexpectedEvent
+from ._events import (
+    AwaitReady,
+    CallTool,
+    CancelCall,
+    Close,
+    Connect,
+    Event,
+    HttpBodyReceived,
+    HttpFailed,
+    HttpResponseEnded,
+    HttpResponseStarted,
+    ListTools,
+    ProcessExited,
+    ProcessSpawned,
+    ServerRequestAnswered,
+    SpawnFailed,
+    StderrReceived,
+    StdoutClosed,
+    StdoutReceived,
+    TimerFired,
+    WriteFailed,
+)
+
+__all__ = [
+    "CONNECTION_TABLE",
+    "SESSION_TABLE",
+    "STOP_TABLE",
+    "Phase",
+    "SessionPhase",
+    "Step",
+    "StopStage",
+    "connection_step",
+    "render_tables",
+    "session_step",
+    "stop_step",
+]
+
+
+class SessionPhase(enum.Enum):
+    """The client as a whole."""
+
+    NEW = "new"  # built, never connected
+    RUNNING = "running"  # connected (or connecting, or retrying)
+    CLOSING = "closing"  # Close was fed; some connection is still being shut down
+    CLOSED = "closed"  # every connection is gone; Connect starts again
+
+
+class Phase(enum.Enum):
+    """One connection: a server process (stdio) or an HTTP session."""
+
+    IDLE = "idle"  # nothing runs; a retry may be armed
+    SPAWNING = "spawning"  # Spawn asked for; waiting for ProcessSpawned or SpawnFailed
+    OPEN = "open"  # the transport is up and no handshake step is chosen yet (passing)
+    PROBING = "probing"  # server/discover is in flight (era 'auto', verdict unknown)
+    INITIALIZING = "initializing"  # initialize is in flight (HTTP+SSE: or the endpoint GET)
+    CONFIRMING = "confirming"  # HTTP: the notifications/initialized POST is in flight
+    READY = "ready"  # calls go out
+    REINITIALIZING = "reinitializing"  # HTTP: a new session replaces one the server forgot
+    STOPPING = "stopping"  # the transport is being shut down (after a failure, or Close)
+
+
+class Step(enum.Enum):
+    """What a layer does or learns that moves a connection."""
+
+    SPAWN = "Spawn sent"
+    OPEN = "HTTP endpoint opened"
+    PROBE = "server/discover sent"
+    INITIALIZE = "initialize sent"
+    CONFIRM = "initialized POSTed"
+    READY = "session established"
+    FAIL = "connection failed"
+    STOP = "Close"
+    GONE = "transport gone"
+    SHUT_DOWN = "stop the process (after a failure, or Close)"
+
+
+class StopStage(enum.Enum):
+    """How far the shutdown of one server process has gone (SPEC §8)."""
+
+    NONE = "none"  # not stopping
+    STDIN_CLOSED = "stdin closed"  # CloseStdin sent; waiting shutdown_grace
+    TERMINATED = "SIGTERM sent"  # waiting shutdown_grace
+    KILLED = "SIGKILL sent"  # waiting shutdown_grace, then the process is given up on
+
+
+# --- the session -------------------------------------------------------------------------------
+
+_CALLER = (AwaitReady, ListTools, CallTool, CancelCall, ServerRequestAnswered, TimerFired)
+_TRANSPORT = (
+    ProcessSpawned,
+    SpawnFailed,
+    StdoutReceived,
+    StdoutClosed,
+    StderrReceived,
+    ProcessExited,
+    WriteFailed,
+    HttpResponseStarted,
+    HttpBodyReceived,
+    HttpResponseEnded,
+    HttpFailed,
+)
+
+SESSION_TABLE: Mapping[tuple[SessionPhase, type[Event]], SessionPhase] = {
+    (SessionPhase.NEW, Connect): SessionPhase.RUNNING,
+    (SessionPhase.NEW, Close): SessionPhase.NEW,  # answered at once: nothing to stop
+    **{(SessionPhase.NEW, kind): SessionPhase.NEW for kind in _CALLER},
+    (SessionPhase.RUNNING, Connect): SessionPhase.RUNNING,  # already running: ignored
+    (SessionPhase.RUNNING, Close): SessionPhase.CLOSING,
+    **{(SessionPhase.RUNNING, kind): SessionPhase.RUNNING for kind in _CALLER + _TRANSPORT},
+    (SessionPhase.CLOSING, Connect): SessionPhase.CLOSING,  # a restart waits for the stop
+    (SessionPhase.CLOSING, Close): SessionPhase.CLOSING,  # answered when the stop ends
+    **{(SessionPhase.CLOSING, kind): SessionPhase.CLOSING for kind in _CALLER + _TRANSPORT},
+    (SessionPhase.CLOSED, Connect): SessionPhase.RUNNING,  # a restart
+    (SessionPhase.CLOSED, Close): SessionPhase.CLOSED,  # answered at once
+    **{(SessionPhase.CLOSED, kind): SessionPhase.CLOSED for kind in _CALLER + _TRANSPORT},
+}
+# And one transition no event triggers: CLOSING becomes CLOSED once every connection is IDLE
+# (the machine checks after each event that can end a connection).
+
+
+def session_step(phase: SessionPhase, event: Event) -> SessionPhase:
+    """The session's next phase; ``UnexpectedEvent`` for an event the table does not allow
+    there (a process or HTTP event before ``Connect``, or something that is no event)."""
+    try:
+        return SESSION_TABLE[phase, type(event)]
+    except KeyError:
+        raise UnexpectedEvent(phase.name, type(event).__name__) from None
+
+
+# --- one connection ----------------------------------------------------------------------------
+
+_HANDSHAKING = (Phase.PROBING, Phase.INITIALIZING, Phase.CONFIRMING)
+_ESTABLISHED = (Phase.READY, Phase.REINITIALIZING)
+_PROCESS_RUNS = (Phase.OPEN, *_HANDSHAKING, *_ESTABLISHED, Phase.STOPPING)
+
+CONNECTION_TABLE: Mapping[tuple[Phase, type[Event] | Step], Phase] = {
+    # Opening: a process to spawn (stdio), or nothing to wait for (HTTP).
+    (Phase.IDLE, Step.SPAWN): Phase.SPAWNING,
+    (Phase.IDLE, Step.OPEN): Phase.OPEN,
+    (Phase.SPAWNING, ProcessSpawned): Phase.OPEN,
+    (Phase.SPAWNING, SpawnFailed): Phase.IDLE,
+    # The handshake the era needs (SPEC §5): a probe, initialize, or none at all.
+    (Phase.OPEN, Step.PROBE): Phase.PROBING,
+    (Phase.OPEN, Step.INITIALIZE): Phase.INITIALIZING,
+    (Phase.OPEN, Step.READY): Phase.READY,  # 2026-07-28: no handshake
+    (Phase.PROBING, Step.INITIALIZE): Phase.INITIALIZING,  # no usable answer: legacy
+    (Phase.PROBING, Step.READY): Phase.READY,  # server/discover answered
+    (Phase.INITIALIZING, Step.INITIALIZE): Phase.INITIALIZING,  # HTTP+SSE: now the POST
+    (Phase.INITIALIZING, Step.READY): Phase.READY,  # stdio: answered and acknowledged
+    (Phase.INITIALIZING, Step.CONFIRM): Phase.CONFIRMING,
+    (Phase.CONFIRMING, Step.READY): Phase.READY,  # the server answered the initialized POST
+    # HTTP 404 for a request that carried the session id: a fresh session; admitted work
+    # waits for it instead of failing.
+    (Phase.READY, Step.INITIALIZE): Phase.REINITIALIZING,
+    (Phase.REINITIALIZING, Step.INITIALIZE): Phase.REINITIALIZING,
+    (Phase.REINITIALIZING, Step.CONFIRM): Phase.REINITIALIZING,
+    (Phase.REINITIALIZING, Step.READY): Phase.READY,
+    # Failure: stop what still runs (STOPPING), or nothing runs any more (IDLE).
+    **{(phase, Step.FAIL): Phase.STOPPING for phase in (Phase.OPEN, *_HANDSHAKING, *_ESTABLISHED)},
+    **{(phase, ProcessExited): Phase.IDLE for phase in _PROCESS_RUNS},
+    (Phase.STOPPING, Step.GONE): Phase.IDLE,
+    # Close: every connection stops; one still spawning stops once it runs (OPEN).
+    **{(phase, Step.STOP): Phase.STOPPING for phase in _PROCESS_RUNS},
+    (Phase.IDLE, Step.STOP): Phase.IDLE,
+    (Phase.SPAWNING, Step.STOP): Phase.SPAWNING,
+}
+
+
+def connection_step(phase: Phase, step: type[Event] | Step, slot: int) -> Phase:
+    """The connection's next phase; ``UnexpectedEvent`` when the table has no such move."""
+    try:
+        return CONNECTION_TABLE[phase, step]
+    except KeyError:
+        name = step.__name__ if isinstance(step, type) else step.value
+        raise UnexpectedEvent(phase.name, name, f" (slot {slot})") from None
+
+
+# --- stopping one process ----------------------------------------------------------------------
+
+STOP_TABLE: Mapping[tuple[StopStage, type[Event] | Step], StopStage] = {
+    # (Again) from the top: Close during the stop after a failure starts it over.
+    **{(stage, Step.SHUT_DOWN): StopStage.STDIN_CLOSED for stage in StopStage},
+    (StopStage.STDIN_CLOSED, TimerFired): StopStage.TERMINATED,
+    (StopStage.TERMINATED, TimerFired): StopStage.KILLED,
+    (StopStage.KILLED, TimerFired): StopStage.NONE,  # given up on: its later events are dropped
+    **{(stage, ProcessExited): StopStage.NONE for stage in StopStage},
+}
+
+
+def stop_step(stage: StopStage, step: type[Event] | Step) -> StopStage:
+    """The next stop stage. Only the stdio layer takes these steps, each when its own state
+    allows it (a timer is armed only while stopping), so a missing pair is a bug here."""
+    return STOP_TABLE[stage, step]
+
+
+# --- drawing -----------------------------------------------------------------------------------
+
+
+def _name(step: type[Event] | Step) -> str:
+    return f"`{step.__name__}`" if isinstance(step, type) else step.value
+
+
+def render_tables() -> str:
+    """The three tables as Markdown (``docs/states.md``)."""
+    lines = [
+        "# State tables",
+        "",
+        "Drawn from `mcp_core/_phases.py` by `python scripts/draw_states.py`;",
+        "a test fails when this file and the code disagree. Any pair not listed raises",
+        "`UnexpectedEvent` naming the phase and the event.",
+        "",
+        "## Session",
+        "",
+        "Every caller event (`AwaitReady`, `ListTools`, `CallTool`, `CancelCall`,",
+        "`ServerRequestAnswered`, `TimerFired`) keeps the phase it arrives in. Process and HTTP",
+        "events keep it too, except in NEW, where they are refused. CLOSING becomes CLOSED once",
+        "every connection is idle.",
+        "",
+        "| phase | event | next phase |",
+        "|---|---|---|",
+    ]
+    for (phase, kind), after in SESSION_TABLE.items():
+        if kind in (Connect, Close):
+            lines.append(f"| {phase.name} | `{kind.__name__}` | {after.name} |")
+    lines += [
+        "",
+        "## Connection",
+        "",
+        "One server process (stdio) or HTTP session. A step is what a layer did or learned;",
+        "`ProcessSpawned`, `SpawnFailed` and `ProcessExited` are the driver's events.",
+        "",
+        "| phase | step | next phase |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {phase.name} | {_name(step)} | {after.name} |"
+        for (phase, step), after in CONNECTION_TABLE.items()
+    ]
+    lines += [
+        "",
+        "## Stopping a process",
+        "",
+        "| stage | step | next stage |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {stage.name} | {_name(step)} | {after.name} |"
+        for (stage, step), after in STOP_TABLE.items()
+    ]
+    return "\n".join(lines) + "\n"

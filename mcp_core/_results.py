@@ -1,0 +1,120 @@
+"""Reading the server's answers to caller work: call results, tool list pages, JSON-RPC errors,
+and the ``input_required`` results of the 2026-07-28 era. Pure functions: the session machine
+decides what happens next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import _jsonrpc as rpc
+from ._eras import MODERN_VERSION
+from ._errors import InvalidResponse, JsonRpcError, McpError, UrlElicitationRequired
+from ._models import CallToolResult, Tool
+from ._server_requests import MAX_ELICITATIONS
+
+__all__ = [
+    "MAX_INPUT_ROUNDS",
+    "MAX_TOOL_PAGES",
+    "call_result",
+    "input_requests",
+    "names_our_modern_version",
+    "rpc_error",
+    "tools_page",
+]
+
+# 2026-07-28 basic/patterns/mrtr: the server may answer input_required again and again; a
+# client that gives up needs no error answer. We give up after this many rounds.
+MAX_INPUT_ROUNDS = 8
+
+# tools/list pagination guard: a server that pages forever must not hold a caller forever.
+MAX_TOOL_PAGES = 100
+
+
+def call_result(result: Mapping[str, Any]) -> tuple[CallToolResult | None, McpError | None]:
+    """A ``tools/call`` result, or the error that says why it is not one."""
+    try:
+        return CallToolResult.from_wire(result), None
+    except ValueError as exc:
+        return None, InvalidResponse("tools/call", str(exc))
+
+
+def tools_page(
+    result: Mapping[str, Any], tools: list[Tool], cursors: set[str]
+) -> tuple[str | None, str | None, str | None]:
+    """Add a ``tools/list`` page to ``tools``. Returns (the cursor of the next page to ask
+    for, or None when the list is complete; a problem that fails the list; a warning)."""
+    raw = result.get("tools")
+    try:
+        if not isinstance(raw, list):
+            raise ValueError("'tools' is missing or not a list")
+        tools.extend(Tool.from_wire(item) for item in raw)
+    except ValueError as exc:
+        return None, str(exc), None
+    cursor = result.get("nextCursor")
+    # 2026-07-28 pagination: only an absent or null nextCursor ends the list.
+    if isinstance(cursor, str) and cursor not in cursors:
+        if len(cursors) + 1 < MAX_TOOL_PAGES:
+            return cursor, None, None
+        return None, None, f"tools/list stopped after {MAX_TOOL_PAGES} pages"
+    if isinstance(cursor, str):
+        return None, None, "tools/list repeated a cursor; stopped paging"
+    return None, None, None
+
+
+def input_requests(
+    result: Mapping[str, Any], rounds: int
+) -> tuple[Mapping[str, Any], str | None, str | None]:
+    """The ``inputRequests`` and ``requestState`` of an ``input_required`` result (round
+    ``rounds``), and what is wrong with them, if anything (2026-07-28 basic/patterns/mrtr)."""
+    requests = result.get("inputRequests") or {}
+    state = result.get("requestState")
+    if rounds > MAX_INPUT_ROUNDS:
+        return {}, None, f"the server asked for input {MAX_INPUT_ROUNDS} times; gave up"
+    if not isinstance(requests, dict) or not (state is None or isinstance(state, str)):
+        return {}, None, "inputRequests or requestState has the wrong shape"
+    return requests, state, None
+
+
+def names_our_modern_version(error: Mapping[str, Any] | None) -> bool:
+    """An UnsupportedProtocolVersion error (-32022) that lists 2026-07-28 as supported."""
+    if error is None or error.get("code") != rpc.UNSUPPORTED_PROTOCOL_VERSION:
+        return False
+    data = error.get("data")
+    supported = data.get("supported") if isinstance(data, dict) else None
+    return isinstance(supported, list) and MODERN_VERSION in supported
+
+
+def rpc_error(error: Mapping[str, Any]) -> JsonRpcError:
+    """The caller's error for a JSON-RPC error answer (message cut to 500 characters)."""
+    code = error.get("code")
+    message = error.get("message")
+    text = str(message)[:500] if message is not None else ""
+    data = error.get("data")
+    if code == UrlElicitationRequired.CODE:
+        return UrlElicitationRequired(text, _url_elicitations(data), data)
+    return JsonRpcError(code if isinstance(code, int) else 0, text, data)
+
+
+def _url_elicitations(data: object) -> tuple[dict[str, str], ...]:
+    """The well-formed URL elicitations of a -32042 error's ``data.elicitations`` (each "MUST
+    be" URL mode with an ``elicitationId``: 2025-11-25 client/elicitation); others are
+    dropped, and at most ``MAX_ELICITATIONS`` are kept."""
+    listed = data.get("elicitations") if isinstance(data, dict) else None
+    found: list[dict[str, str]] = []
+    for item in listed if isinstance(listed, list) else ():
+        if not isinstance(item, dict) or item.get("mode", "url") != "url":
+            continue
+        elicitation_id, url = item.get("elicitationId"), item.get("url")
+        message = item.get("message")
+        if isinstance(elicitation_id, str) and isinstance(url, str):
+            found.append(
+                {
+                    "mode": "url",
+                    "elicitationId": elicitation_id,
+                    "url": url,
+                    "message": message if isinstance(message, str) else "",
+                }
+            )
+    return tuple(found[:MAX_ELICITATIONS])

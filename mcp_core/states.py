@@ -1,0 +1,25 @@
+"""The machine's transition tables, for reading and drawing: the phases a session, a
+connection and a stopping process go through, and what moves them (``docs/states.md`` is
+``render_tables()``). ``SessionMachine.phase`` and ``.phases`` say where a machine is."""
+
+from ._phases import (
+    CONNECTION_TABLE,
+    SESSION_TABLE,
+    STOP_TABLE,
+    Phase,
+    SessionPhase,
+    Step,
+    StopStage,
+    render_tables,
+)
+
+__all__ = [
+    "CONNECTION_TABLE",
+    "SESSION_TABLE",
+    "STOP_TABLE",
+    "Phase",
+    "SessionPhase",
+    "Step",
+    "StopStage",
+    "render_tables",
+]
