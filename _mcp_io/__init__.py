@@ -11,6 +11,9 @@ machinery.
 - ``_mcp_io.http``: the socket side of the HTTP executors (is an idle pooled socket still
   usable, how an OS error or a failure is worded, the TLS context).
 - ``_mcp_io.otel``: the optional OpenTelemetry span of a ``call_tool``.
+- ``_mcp_io.client``: what both ``Client`` and ``ClientGroup`` implementations run the same
+  way around the application's code (reservations, progress callbacks, the spawn failure's
+  wording, the group's keywords and log).
 
 Named for what it holds (I/O for MCP), with a leading underscore: nothing here is public API.
 """

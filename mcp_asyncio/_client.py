@@ -19,7 +19,6 @@ import math
 import os
 import sys
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -28,6 +27,8 @@ from typing import IO, Any, cast
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from _mcp_io.client import ProgressCallback as ProgressCallback
+from _mcp_io.client import Reservations, report, settle
 from _mcp_io.otel import end_call_span, start_call_span
 from mcp_core import (
     HANDLED_REQUESTS,
@@ -61,7 +62,6 @@ from mcp_core import (
     Tool,
     WriteStdin,
 )
-from mcp_core.driver import reservation_facts
 from mcp_core.replay import Recorder
 
 from ._http import HttpExecutor
@@ -77,8 +77,6 @@ _ERA_CACHE: dict[str, str] = {}
 # Backstop for stop(), beyond the machine's own shutdown (close stdin, grace, SIGTERM, grace,
 # SIGKILL, grace: then it replies): past it the driver kills what is left itself.
 _CLOSE_MARGIN = 5.0
-
-ProgressCallback = Callable[[float, float | None, str | None], object]
 
 
 def _now() -> float:
@@ -161,14 +159,13 @@ class Client:
             handlers=[HANDLED_REQUESTS[method] for method in self._handlers],
             elicitation_modes=elicitation_modes,
         )
-        self._phase = "new"  # -> "running" -> "stopped": a client runs once
+        self._phase = "new"  # -> "running" -> "stopping" -> "stopped": a client runs once
         self._stack: AsyncExitStack | None = None
         self._tasks: TaskGroup | None = None
         self._recorder: Recorder | None = None
         self._tickets = itertools.count(1)
         self._waiters: dict[int, _Waiter] = {}
-        self._reservations: dict[int, Reservation] = {}  # ticket -> reservation to settle
-        self._seen_reservations: weakref.WeakSet[Reservation] = weakref.WeakSet()
+        self._reservations = Reservations()
         self._slots: dict[int, ProcessSlot] = {}
         self._running: set[ProcessSlot] = set()
         self._http: HttpExecutor | None = None
@@ -244,6 +241,7 @@ class Client:
     async def _shutdown(self) -> None:
         # Shielded: a cancelled caller must not cut the shutdown in half (STYLE 13).
         with anyio.CancelScope(shield=True):
+            self._phase = "stopping"  # new calls are refused from here on
             try:
                 waiter = self._submit(lambda ticket: Close(now=_now(), ticket=ticket))
                 with anyio.move_on_after(3 * self._spec.shutdown_grace + _CLOSE_MARGIN):
@@ -339,7 +337,7 @@ class Client:
                     arguments=arguments,
                     timeout=timeout,
                     progress=progress is not None,
-                    reservation=self._hold(t, reservation),
+                    reservation=self._reservations.hold(t, reservation),
                     meta=meta,
                 ),
                 progress,
@@ -351,19 +349,6 @@ class Client:
         if span is not None:
             end_call_span(span, value)
         return cast(CallToolResult, value)
-
-    def _hold(self, ticket: int, reservation: Reservation | None) -> dict[str, Any] | None:
-        """Describe ``reservation`` to the machine and keep it until it is settled. A
-        reservation seen before is not fresh: it works once (SPEC §10)."""
-        if reservation is None:
-            return None
-        try:
-            fresh = reservation not in self._seen_reservations
-            self._seen_reservations.add(reservation)
-        except TypeError:  # not weak-referenceable: cannot be tracked, trust it
-            fresh = True
-        self._reservations[ticket] = reservation
-        return reservation_facts(reservation, fresh=fresh)
 
     def status(self) -> Status:
         """A snapshot of the session; never blocks."""
@@ -416,27 +401,21 @@ class Client:
             if deadline is not None and (self._armed is None or deadline < self._armed):
                 self._deadline_changed.set()
 
-    def _feed_from(self, slot: ProcessSlot, event: Event) -> None:
-        # Events carry only the slot index. A process the machine gave up on (it declared it
-        # gone after SIGKILL and spawned a successor) may still print or exit: drop its events.
-        if self._slots.get(slot.slot) is slot:
-            self._feed(event)
-
     def _perform(self, action: Action) -> None:
         match action:  # the most frequent actions first
             case WriteStdin():
                 if action.slot in self._slots:
                     self._slots[action.slot].write(action.data)
             case Reply():
-                self._reservations.pop(action.ticket, None)  # never settled: not ours
+                self._reservations.take(action.ticket)  # never settled: not ours
                 waiter = self._waiters.pop(action.ticket, None)
                 if waiter is not None:
                     waiter.set(action)
             case Spawn():
-                slot = self._slots[action.slot] = ProcessSlot(action.slot, self._feed_from, _now)
-                slot.generation = action.generation
+                # The machine drops the events of a process it replaced (by generation).
+                slot = self._slots[action.slot] = ProcessSlot(action, self._feed, _now)
                 assert self._tasks is not None
-                self._tasks.start_soon(self._run_slot, slot, action)
+                self._tasks.start_soon(self._run_slot, slot)
             case CloseStdin():
                 if action.slot in self._slots:
                     self._slots[action.slot].close_stdin()
@@ -450,16 +429,16 @@ class Client:
                 if self._http is not None:
                     self._http.abort(action.stream)
             case SettleReservation():
-                reservation = self._reservations.pop(action.ticket, None)
+                reservation = self._reservations.take(action.ticket)
                 if reservation is not None:
-                    _settle(reservation, action.commit)
+                    settle(reservation, action.commit, _log)
             case HandleServerRequest():
                 assert self._tasks is not None
                 self._tasks.start_soon(self._answer, self._handlers[action.method], action)
             case ProgressUpdate():
                 waiter = self._waiters.get(action.ticket)
                 if waiter is not None and waiter.progress is not None:
-                    _report(waiter.progress, action)
+                    report(waiter.progress, action, _log)
             case Log():
                 level = logging.getLevelNamesMapping().get(action.level, logging.WARNING)
                 logging.getLogger(action.logger).log(level, "%s", action.message)
@@ -498,10 +477,10 @@ class Client:
             answer = ServerRequestAnswered(now=_now(), handle=action.handle, result=dict(result))
         self._feed(answer)
 
-    async def _run_slot(self, slot: ProcessSlot, spawn: Spawn) -> None:
+    async def _run_slot(self, slot: ProcessSlot) -> None:
         self._running.add(slot)
         try:
-            await slot.run(spawn)
+            await slot.run()
         finally:
             self._running.discard(slot)
 
@@ -567,20 +546,3 @@ def _protect_background_tasks() -> None:
         *HttpExecutor.background_functions(),
     ):
         trio.lowlevel.enable_ki_protection(function)
-
-
-def _settle(reservation: Reservation, commit: bool) -> None:
-    try:
-        reservation.commit() if commit else reservation.release()
-    except Exception:
-        _log.exception("the reservation's %s raised", "commit" if commit else "release")
-
-
-def _report(callback: ProgressCallback, update: ProgressUpdate) -> None:
-    try:
-        result = callback(update.progress, update.total, update.message)
-    except Exception:
-        _log.exception("the progress callback raised; the call goes on")
-        return
-    if inspect.iscoroutine(result):
-        result.close()  # async callbacks are not awaited; closing avoids a "never awaited" warning

@@ -9,11 +9,9 @@ the blocking driver.
 
 from __future__ import annotations
 
-import inspect
-import logging
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from types import MappingProxyType, TracebackType
 from typing import Any
@@ -21,6 +19,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
+from _mcp_io.client import client_keywords, publish, server_log
 from mcp_core import (
     CallToolResult,
     McpError,
@@ -35,16 +34,7 @@ from ._client import Client
 __all__ = ["ClientGroup"]
 
 # The keywords a group passes on to every client as they are (the rest are spec fields).
-_CLIENT_KEYWORDS = frozenset(
-    p.name
-    for p in inspect.signature(Client).parameters.values()
-    if p.kind is inspect.Parameter.KEYWORD_ONLY
-)
-
-
-def _server_log(server: str) -> logging.Logger:
-    # The client's own notes about a server go to mcp_client.<name> (README "Logs").
-    return logging.getLogger(f"mcp_client.{server}")
+_CLIENT_KEYWORDS = client_keywords(Client)
 
 
 class ClientGroup:
@@ -88,7 +78,7 @@ class ClientGroup:
         self._wait = wait
         self._fail_fast = fail_fast
         for name, status in self._down.items():
-            _server_log(name).warning("server %r is not started: %s", name, status.last_error)
+            server_log(name).warning("server %r is not started: %s", name, status.last_error)
         self._phase = "new"  # -> "running" -> "stopped": a group runs once
         self._stack: AsyncExitStack | None = None
         self._stopping: anyio.Event | None = None
@@ -192,7 +182,7 @@ class ClientGroup:
         try:
             await client.await_ready(max(0.0, deadline - time.monotonic()), fail_fast=fail_fast)
         except McpError as exc:
-            _server_log(name).debug("server %r is not ready: %s", name, exc)
+            server_log(name).debug("server %r is not ready: %s", name, exc)
 
     async def list_tools(
         self, *, refresh: bool = False, timeout: float | None = None
@@ -211,7 +201,7 @@ class ClientGroup:
             try:
                 listed[name] = await client.list_tools(refresh=refresh, timeout=timeout)
             except McpError as exc:
-                _server_log(name).warning("tools of server %r left out: %s", name, exc)
+                server_log(name).warning("tools of server %r left out: %s", name, exc)
 
         async with anyio.create_task_group() as tasks:
             for name, client in self._clients.items():
@@ -220,7 +210,7 @@ class ClientGroup:
         out: list[Tool] = []
         for name in self._order:
             if name in listed:
-                out.extend(self._publish(name, listed[name]))
+                out.extend(publish(self._table, name, listed[name]))
         return out
 
     async def call_tool(
@@ -251,12 +241,6 @@ class ClientGroup:
 
     # --- routing ---------------------------------------------------------------------------
 
-    def _publish(self, server: str, tools: Sequence[Tool]) -> list[Tool]:
-        renamed, notes = self._table.publish(server, tools)
-        for note in notes:
-            _server_log(server).warning("server %r: %s", server, note)
-        return renamed
-
     async def _route(self, name: str) -> tuple[str, str]:
         route = self._table.resolve(name)
         if route is not None:
@@ -267,7 +251,7 @@ class ClientGroup:
         if server in self._down:
             raise down_error(self._down[server])
         # Not listed yet (cheap: the client's cache); raises the client's error if it is down.
-        self._publish(server, await self._clients[server].list_tools())
+        publish(self._table, server, await self._clients[server].list_tools())
         route = self._table.resolve(name)
         if route is None:
             raise self._table.unknown(name)

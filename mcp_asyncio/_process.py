@@ -17,6 +17,7 @@ from typing import Literal
 import anyio
 from anyio.abc import Process
 
+from _mcp_io.client import spawn_failure
 from mcp_core import (
     Event,
     ProcessExited,
@@ -36,8 +37,6 @@ __all__ = ["ProcessSlot"]
 # wait this long for the last stderr bytes (the tail of ServerExited), then stop reading.
 _STDERR_DRAIN = 1.0
 
-_MISSING = (FileNotFoundError, PermissionError, NotADirectoryError)
-
 
 class ProcessSlot:
     """The process of one ``Spawn`` action and the writes to its stdin, in order.
@@ -51,11 +50,12 @@ class ProcessSlot:
     """
 
     def __init__(
-        self, slot: int, feed: Callable[[ProcessSlot, Event], None], now: Callable[[], float]
+        self, spawn: Spawn, feed: Callable[[Event], None], now: Callable[[], float]
     ) -> None:
-        self.slot = slot
-        self.generation = 0  # the Spawn this process answers (set when it starts)
-        self._feed_to = feed
+        self.slot = spawn.slot
+        self.generation = spawn.generation  # echoed by every event of this process
+        self._spawn_action = spawn
+        self._feed = feed
         self._now = now
         self.process: Process | None = None
         self._stdin: int | None = None  # our end of the stdin pipe, while it is open
@@ -108,9 +108,6 @@ class ProcessSlot:
             fd, self._stdin = self._stdin, None
             os.close(fd)
 
-    def _feed(self, event: Event) -> None:
-        self._feed_to(self, event)
-
     def signal(self, name: Literal["SIGTERM", "SIGKILL"]) -> None:
         """Send ``name`` to the process group; nothing happens if it has no process (yet)."""
         if self.process is not None:
@@ -121,13 +118,14 @@ class ProcessSlot:
         if self.process is not None and self.process.returncode is None:
             _killpg(self.process.pid, signal.SIGKILL)
 
-    async def run(self, spawn: Spawn) -> None:
-        """Spawn, pump the pipes until stdout EOF, reap, feed ``ProcessExited``.
+    async def run(self) -> None:
+        """Spawn, pump the pipes until stdout EOF, reap, feed ``ProcessExited``: the process's
+        whole life, in the task that awaits it.
 
         A failed spawn is fed as ``SpawnFailed`` (``missing`` for a missing or unusable
         executable or cwd). If cancelled, the process group is killed and the process reaped.
         """
-        process = await self._spawn(spawn)
+        process = await self._spawn(self._spawn_action)
         if process is None:
             return
         self.process = process
@@ -184,11 +182,7 @@ class ProcessSlot:
                 )
         except OSError as exc:
             os.close(ours)
-            # The reason names the file (the command or the cwd), never an env value.
-            reason = exc.strerror or type(exc).__name__
-            if exc.filename is not None:
-                reason = f"{reason}: {exc.filename}"
-            missing = isinstance(exc, _MISSING)
+            reason, missing = spawn_failure(exc)
             self._feed(
                 SpawnFailed(
                     now=self._now(),

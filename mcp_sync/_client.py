@@ -16,23 +16,24 @@ both to those threads, which batch.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import logging
 import os
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import TracebackType
 from typing import IO, Any
 
+from _mcp_io.client import ProgressCallback as ProgressCallback
+from _mcp_io.client import Reservations, report, settle
 from _mcp_io.otel import end_call_span, start_call_span
 from mcp_core import (
     HANDLED_REQUESTS,
     AbortHttp,
+    Action,
     AwaitReady,
     CallTool,
     CallToolResult,
@@ -61,7 +62,6 @@ from mcp_core import (
     Tool,
     WriteStdin,
 )
-from mcp_core.driver import reservation_facts
 from mcp_core.replay import Recorder
 
 from ._http import HttpExecutor, HttpRequest
@@ -70,8 +70,6 @@ from ._process import ProcessSlot
 __all__ = ["Client"]
 
 _log = logging.getLogger(__name__)
-
-ProgressCallback = Callable[[float, float | None, str | None], object]
 
 # Protocol eras learned per server, shared by every client of this driver (SPEC §5).
 _ERA_CACHE: dict[str, str] = {}
@@ -137,7 +135,7 @@ class Client:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)  # the timer waits on it
         self._armed: float | None = None  # the deadline the timer thread sleeps until
-        self._state = "new"  # -> "running" -> "stopping" -> "stopped"; driver bookkeeping only
+        self._phase = "new"  # -> "running" -> "stopping" -> "stopped"; driver bookkeeping only
         self._last_now = 0.0
         self._tickets = itertools.count(1)
         self._waiters: dict[int, _Waiter] = {}
@@ -147,8 +145,7 @@ class Client:
         # answers, and taking the pipes over then cost about 20% at 256 in flight (measured).
         self._peak = 0
         self._solo = True
-        self._reservations: dict[int, Reservation] = {}  # ticket -> reservation to settle
-        self._seen_reservations: weakref.WeakSet[Reservation] = weakref.WeakSet()
+        self._reservations = Reservations()
         self._slots: dict[int, ProcessSlot] = {}
         self._old_slots: list[ProcessSlot] = []
         self._record_file: IO[str] | None = None
@@ -175,8 +172,8 @@ class Client:
         """Start connecting in the background and return at once. A second call does nothing;
         a call after stop() raises ``NotReady('closed')``."""
         with self._lock:
-            if self._state != "new":
-                if self._state == "running":
+            if self._phase != "new":
+                if self._phase == "running":
                     return
                 raise NotReady("closed")
             if self._record_path is not None:  # an OSError here leaves the client unstarted
@@ -188,7 +185,7 @@ class Client:
                     elicitation_modes=self._machine.elicitation_modes,
                     known_era=self._machine.known_era,
                 )
-            self._state = "running"
+            self._phase = "running"
             self._timer = threading.Thread(
                 target=self._run_timer, name="mcp-sync-timer", daemon=True
             )
@@ -196,18 +193,18 @@ class Client:
             # Connect is handled before the lock is released, so a concurrent stop() always
             # feeds Close after it.
             later = self._handle(Connect(now=time.monotonic()))
-        _perform(later)
+        _run(later)
 
     def stop(self) -> None:
         """Close the session and wait until every server process is gone. Calls still waiting
         get their error; later calls raise ``NotReady('closed')``. Idempotent."""
         with self._lock:
-            state = self._state
+            state = self._phase
             if state == "new":
-                self._state = "stopped"
+                self._phase = "stopped"
                 self._stopped.set()
             elif state == "running":
-                self._state = "stopping"
+                self._phase = "stopping"
         if state != "running":
             while not self._stopped.wait(_WAIT_SLICE):
                 pass  # another thread's stop() is still shutting down
@@ -288,7 +285,7 @@ class Client:
                     arguments=arguments,
                     timeout=timeout,
                     progress=progress is not None,
-                    reservation=self._hold(t, reservation),
+                    reservation=self._reservations.hold(t, reservation),
                     meta=meta,
                 ),
                 progress=progress,
@@ -301,19 +298,6 @@ class Client:
         if span is not None:
             end_call_span(span, value)
         return value
-
-    def _hold(self, ticket: int, reservation: Reservation | None) -> dict[str, Any] | None:
-        """Describe ``reservation`` to the machine and keep it until it is settled. A
-        reservation seen before is not fresh: it works once (SPEC §10)."""
-        if reservation is None:
-            return None
-        try:
-            fresh = reservation not in self._seen_reservations
-            self._seen_reservations.add(reservation)
-        except TypeError:  # not weak-referenceable: cannot be tracked, trust it
-            fresh = True
-        self._reservations[ticket] = reservation
-        return reservation_facts(reservation, fresh=fresh)
 
     def status(self) -> Status:
         """The session's status now; never waits for I/O."""
@@ -343,7 +327,7 @@ class Client:
                     # Gave up before the answer: the machine drops the work, sends no reply.
                     later = self._handle(CancelCall(now=time.monotonic(), ticket=waiter.ticket))
             self._http.release(waiter.http)  # after the cancel: see HttpExecutor.release
-            _perform(later)
+            _run(later)
             raise
         assert waiter.reply is not None
         if waiter.reply.error is not None:
@@ -360,7 +344,7 @@ class Client:
         """Register a waiter and feed its event. Raises ``NotReady('closed')`` unless running
         (stopping, for Close) and ``ValueError`` for a bad argument; nothing is fed then."""
         with self._lock:
-            if self._state != ("stopping" if closing else "running"):
+            if self._phase != ("stopping" if closing else "running"):
                 raise NotReady("closed")
             ticket = next(self._tickets)
             event = make(ticket)
@@ -372,26 +356,17 @@ class Client:
                 (waiter.reader,) = self._slots.values()
                 waiter.thread = threading.get_ident()
         try:
-            _perform(later)
+            _run(later)
         except BaseException:
             self._http.release(waiter.http)  # will not be run here: a worker runs it
             raise
         return waiter
 
-    def _feed_from(self, slot: ProcessSlot, event: Event) -> None:
-        """Feed an event of ``slot``'s process, unless the machine has moved on from it (it may
-        declare a process gone after SIGKILL and spawn a successor for the same index)."""
-        later: list[Callable[[], None]] = []
-        with self._lock:
-            if self._slots.get(slot.slot) is slot:
-                later = self._handle(event)
-        _perform(later)
-
     def _handle(self, event: Event, caller: _Waiter | None = None) -> list[Callable[[], None]]:
         """With the lock held: record and handle ``event``, perform the actions that cannot
         block, and return the others (to run once the lock is released). ``caller``: the
         waiter whose own event this is; it runs the HTTP request its event starts."""
-        if self._state == "stopped":
+        if self._phase == "stopped":
             return []  # late reader output after stop: nobody listens any more
         # Threads read the clock before taking the lock: keep `now` monotonic in feed order.
         if event.now < self._last_now:
@@ -401,8 +376,25 @@ class Client:
             self._recorder.record(event)
         later: list[Callable[[], None]] = []
         for action in self._machine.handle(event):
-            if isinstance(action, Reply):
-                self._reservations.pop(action.ticket, None)  # never settled: not ours
+            self._perform(action, caller, later)
+        deadline = self._machine.next_deadline()
+        # Wake the timer only for an earlier deadline: a later one is found when the armed one
+        # passes (one spare wake-up per deadline instead of a thread switch per event).
+        if deadline is not None and (self._armed is None or deadline < self._armed):
+            self._wake.notify()
+        return later
+
+    def _perform(
+        self, action: Action, caller: _Waiter | None, later: list[Callable[[], None]]
+    ) -> None:
+        """With the lock held: perform ``action`` if it cannot block, else append it to
+        ``later`` (run once the lock is released). ``caller``: see ``_handle``."""
+        match action:  # the most frequent actions first
+            case WriteStdin():
+                if action.slot in self._slots:
+                    self._slots[action.slot].write(action.data, alone=self._alone())
+            case Reply():
+                self._reservations.take(action.ticket)  # never settled: not ours
                 waiter = self._waiters.pop(action.ticket, None)
                 if waiter is not None:  # else the caller gave up: ignore
                     if not self._waiters:
@@ -411,50 +403,47 @@ class Client:
                     waiter.done.set()
                     if waiter.reader is not None and waiter.thread != threading.get_ident():
                         waiter.reader.wake()  # it may be polling stdout for this reply
-            elif isinstance(action, Spawn):
+            case Spawn():
                 # Registered now, so writes queue up in order until the process runs. The old
-                # process of the slot is kept for stop() to join until its threads are done.
+                # process of the slot is kept for stop() to join until its threads are done;
+                # the machine drops its late events (by generation).
                 self._old_slots = [old for old in self._old_slots if not old.finished]
                 if action.slot in self._slots:
                     self._old_slots.append(self._slots[action.slot])
-                slot = self._slots[action.slot] = ProcessSlot(action.slot, self._feed_from)
-                slot.generation = action.generation
-                later.append(partial(slot.spawn, action))
-            elif isinstance(action, WriteStdin | CloseStdin | SignalProcess):
+                slot = self._slots[action.slot] = ProcessSlot(action, self._feed, time.monotonic)
+                later.append(slot.start)
+            case CloseStdin():
                 if action.slot in self._slots:
-                    self._slots[action.slot].perform(action, alone=self._alone())
-            elif isinstance(action, StartHttp):
+                    self._slots[action.slot].close_stdin()
+            case SignalProcess():
+                if action.slot in self._slots:
+                    self._slots[action.slot].signal(action.signal)
+            case StartHttp():
                 if caller is not None and caller.http is None:
                     caller.http = self._http.start(action, inline=True)  # see _http.py
                 else:
                     self._http.start(action)  # starts a thread; never blocks
-            elif isinstance(action, AbortHttp):
+            case AbortHttp():
                 self._http.abort(action.stream)  # shuts its socket down; never blocks
-            elif isinstance(action, SettleReservation):
-                reservation = self._reservations.pop(action.ticket, None)
+            case SettleReservation():
+                reservation = self._reservations.take(action.ticket)
                 if reservation is not None:
-                    later.append(partial(_settle, reservation, action.commit))
-            elif isinstance(action, HandleServerRequest):
+                    later.append(partial(settle, reservation, action.commit, _log))
+            case HandleServerRequest():
                 handler = self._handlers[action.method]
                 later.append(partial(self._answer_in_thread, handler, action))
-            elif isinstance(action, ProgressUpdate):
+            case ProgressUpdate():
                 waiter = self._waiters.get(action.ticket)
                 if waiter is not None and waiter.progress is not None:
-                    later.append(partial(_report, waiter.progress, action))
-            elif isinstance(action, Log):
+                    later.append(partial(report, waiter.progress, action, _log))
+            case Log():
                 level = logging.getLevelNamesMapping().get(action.level, logging.WARNING)
                 log = logging.getLogger(action.logger).log
                 later.append(partial(log, level, "%s", action.message))
-            elif isinstance(action, ElicitationComplete):
+            case ElicitationComplete():
                 later.append(partial(self._completed, action.elicitation_id))
-            else:
+            case _:
                 raise TypeError(f"unknown action {action!r}")
-        deadline = self._machine.next_deadline()
-        # Wake the timer only for an earlier deadline: a later one is found when the armed one
-        # passes (one spare wake-up per deadline instead of a thread switch per event).
-        if deadline is not None and (self._armed is None or deadline < self._armed):
-            self._wake.notify()
-        return later
 
     def _alone(self) -> bool:
         """With the lock held: at most one caller waits, as in the busy spell before."""
@@ -479,17 +468,18 @@ class Client:
         threading.Thread(target=run, name=f"mcp-{self.name}-handler", daemon=True).start()
 
     def _feed(self, event: Event) -> None:
-        """Feed ``event`` from any thread: an HTTP request's (an event of a stream the machine
-        aborted meanwhile is dropped by the machine), a handler's answer."""
+        """Feed ``event`` from any thread: a process's (the machine drops those of a process it
+        replaced, by generation), an HTTP request's (and those of a stream it aborted), a
+        handler's answer."""
         with self._lock:
             later = self._handle(event)
-        _perform(later)
+        _run(later)
 
     def _run_timer(self) -> None:
         # One timer: sleep until machine.next_deadline(), or until a feed notifies `_wake`.
         while True:
             with self._lock:
-                if self._state == "stopped":
+                if self._phase == "stopped":
                     return
                 deadline = self._armed = self._machine.next_deadline()
                 now = time.monotonic()
@@ -497,7 +487,7 @@ class Client:
                     self._wake.wait(None if deadline is None else deadline - now)
                     continue
                 later = self._handle(TimerFired(now=now))
-            _perform(later)
+            _run(later)
 
     def _teardown(self) -> None:
         """After the Close reply (or an interrupted stop): stop the timer, kill whatever process
@@ -505,14 +495,15 @@ class Client:
         thread within a bound and close the replay file."""
         deadline = time.monotonic() + _JOIN_BOUND
         with self._lock:
-            self._state = "stopped"
+            self._phase = "stopped"
             self._wake.notify()
         if self._timer is not None:
             self._timer.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
             slots = [*self._old_slots, *self._slots.values()]
         for slot in slots:
-            slot.kill_and_join(deadline)
+            slot.kill()
+            slot.join(deadline)
         self._http.close(deadline)  # the machine has aborted its requests already
         with self._lock:
             self._recorder = None
@@ -554,23 +545,6 @@ def _answer(handler: Handler, action: HandleServerRequest) -> ServerRequestAnswe
     return ServerRequestAnswered(now=now(), handle=action.handle, result=dict(result))
 
 
-def _perform(later: list[Callable[[], None]]) -> None:
+def _run(later: list[Callable[[], None]]) -> None:
     for perform in later:
         perform()
-
-
-def _settle(reservation: Reservation, commit: bool) -> None:
-    try:
-        reservation.commit() if commit else reservation.release()
-    except Exception:
-        _log.exception("the reservation's %s raised", "commit" if commit else "release")
-
-
-def _report(callback: ProgressCallback, update: ProgressUpdate) -> None:
-    try:
-        result = callback(update.progress, update.total, update.message)
-    except Exception:
-        _log.exception("the progress callback raised; the call goes on")
-        return
-    if inspect.iscoroutine(result):
-        result.close()  # async callbacks are not awaited; closing avoids a "never awaited" warning

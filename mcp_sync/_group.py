@@ -11,15 +11,14 @@ refusals (``mcp_core.group.plan_group``) are the core's, shared with ``mcp_async
 
 from __future__ import annotations
 
-import inspect
-import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from functools import partial
 from types import MappingProxyType, TracebackType
 from typing import Any
 
+from _mcp_io.client import client_keywords, publish, server_log
 from mcp_core import (
     CallToolResult,
     McpError,
@@ -33,19 +32,10 @@ from ._client import Client
 __all__ = ["ClientGroup"]
 
 # The keywords a group passes on to every client as they are (the rest are spec fields).
-_CLIENT_KEYWORDS = frozenset(
-    p.name
-    for p in inspect.signature(Client).parameters.values()
-    if p.kind is inspect.Parameter.KEYWORD_ONLY
-)
+_CLIENT_KEYWORDS = client_keywords(Client)
 
 
 # --- the blocking group ------------------------------------------------------------------------
-
-
-def _server_log(server: str) -> logging.Logger:
-    # The client's own notes about a server go to mcp_client.<name> (README "Logs").
-    return logging.getLogger(f"mcp_client.{server}")
 
 
 class ClientGroup:
@@ -92,7 +82,7 @@ class ClientGroup:
         self._wait = wait
         self._fail_fast = fail_fast
         for name, status in self._down.items():
-            _server_log(name).warning("server %r is not started: %s", name, status.last_error)
+            server_log(name).warning("server %r is not started: %s", name, status.last_error)
         self._lock = threading.Lock()  # guards the table
 
     @property
@@ -166,7 +156,7 @@ class ClientGroup:
             try:
                 client.await_ready(max(0.0, deadline - time.monotonic()), fail_fast=quick)
             except McpError as exc:
-                _server_log(name).debug("server %r is not ready: %s", name, exc)
+                server_log(name).debug("server %r is not ready: %s", name, exc)
         return self.status()
 
     def list_tools(self, *, refresh: bool = False, timeout: float | None = None) -> list[Tool]:
@@ -189,14 +179,14 @@ class ClientGroup:
             try:
                 listed[name] = client.list_tools(refresh=refresh, timeout=timeout)
             except McpError as exc:
-                _server_log(name).warning("tools of server %r left out: %s", name, exc)
+                server_log(name).warning("tools of server %r left out: %s", name, exc)
 
         _all_at_once([partial(fetch, name, client) for name, client in ready])
         out: list[Tool] = []
         with self._lock:
             for name in self._order:
                 if name in listed:
-                    out.extend(self._publish(name, listed[name]))
+                    out.extend(publish(self._table, name, listed[name]))
         return out
 
     def call_tool(
@@ -228,12 +218,6 @@ class ClientGroup:
 
     # --- routing ---------------------------------------------------------------------------
 
-    def _publish(self, server: str, tools: Sequence[Tool]) -> list[Tool]:
-        renamed, notes = self._table.publish(server, tools)
-        for note in notes:
-            _server_log(server).warning("server %r: %s", server, note)
-        return renamed
-
     def _route(self, name: str) -> tuple[str, str]:
         with self._lock:
             route = self._table.resolve(name)
@@ -248,7 +232,7 @@ class ClientGroup:
         # Not listed yet (cheap: the client's cache); raises the client's error if it is down.
         tools = self._clients[server].list_tools()
         with self._lock:
-            self._publish(server, tools)
+            publish(self._table, server, tools)
             route = self._table.resolve(name)
             if route is None:
                 raise self._table.unknown(name)

@@ -37,7 +37,7 @@ Theory of operation: callers run their own requests
 A thread in ``call_tool`` or ``list_tools`` is blocked until its reply anyway. When the feed of
 its own call starts a request (the client passes ``inline=True`` to ``start`` only from that
 feed), the caller performs the request itself with ``run``, outside the client's lock, with the
-workers' code (``_perform``: a connection, the turn, the claims, send, read, ``feed``). Its
+workers' code (``_exchange``: a connection, the turn, the claims, send, read, ``feed``). Its
 reply is then usually set by its own feed: no thread hand-off at all, as in a plain blocking
 client. Every other request (started by a worker's, the timer's, a handler's or another
 caller's feed: the GET stream, notifications, cancels, retries, the next page) goes to workers.
@@ -227,7 +227,7 @@ class HttpExecutor:
         the request, still open, goes to a worker, which reads on. On an exception (e.g.
         KeyboardInterrupt) the request is put back, handed on or failed (see the module
         docstring) before the exception goes on. Never call it twice for one request."""
-        final = self._perform(request, done)
+        final = self._exchange(request, done)
         if final is not None:
             try:
                 self._feed(final)
@@ -331,7 +331,7 @@ class HttpExecutor:
         done: _Request | None = None
         try:
             while (request := self._take(done)) is not None:
-                final = self._perform(request)
+                final = self._exchange(request)
                 assert final is not None  # only a caller hands a request over
                 done = request
                 # Fed while the request is still live; the next _take forgets it.
@@ -368,7 +368,7 @@ class HttpExecutor:
             self._busy += 1
             return request
 
-    def _perform(
+    def _exchange(
         self, request: _Request, done: threading.Event | None = None
     ) -> HttpFailed | HttpResponseEnded | None:
         """Send the request (unless it was sent before a caller handed it over) and feed its

@@ -9,7 +9,7 @@ Theory of operation: who reads stdout
 A caller that waits alone (the client decides: ``Client._alone``) reads its own answer from
 stdout in its own thread (``read_until``) instead of waiting for the stdout thread to read it
 and wake it: two thread switches fewer per sequential call. Its request was written from its
-own thread too (``perform(alone=True)``), so a sequential call needs no other thread at all.
+own thread too (``write(alone=True)``), so a sequential call needs no other thread at all.
 
 - **A step** is one read of stdout and the feed of what it gave (for a caller, after a poll of
   [stdout, wake-up pipe]). A step runs under ``_reading``, always taken with ``with``: two
@@ -44,7 +44,7 @@ own thread too (``perform(alone=True)``), so a sequential call needs no other th
   once. Bytes are drained by whoever polls it; a stale one costs one empty step.
 - **EOF** is left to the stdout thread: a caller that reads it sets ``_eof`` and returns; the
   stdout thread then tells the end of the process (StdoutClosed, ProcessExited) and closes
-  the wake-up pipe. ``kill_and_join`` ends any lease, so stop() never waits for one.
+  the wake-up pipe. ``kill`` ends any lease, so stop() never waits for one.
 
 Which thread runs callbacks: the actions a feed returns (progress callbacks, Log records,
 ``elicitation_complete``) run in the thread that read the bytes, inside its step: a reading
@@ -69,25 +69,22 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
+from _mcp_io.client import spawn_failure
 from mcp_core import (
-    CloseStdin,
     Event,
     ProcessExited,
     ProcessSpawned,
-    SignalProcess,
     Spawn,
     SpawnFailed,
     StderrReceived,
     StdoutClosed,
     StdoutReceived,
     WriteFailed,
-    WriteStdin,
 )
 from mcp_core.driver import inherit_environment
 
 __all__ = ["ProcessSlot"]
 
-Feed = Callable[["ProcessSlot", Event], None]
 
 _READ_SIZE = 65536
 # A dead child makes writes fail at once and closes stderr; only a grandchild that inherited
@@ -110,10 +107,14 @@ class ProcessSlot:
     """One server process of one slot. Writes queued before the process exists are kept and
     written, in order, once it runs; writes to a slot whose spawn failed are dropped."""
 
-    def __init__(self, slot: int, feed: Feed) -> None:
-        self.slot = slot
-        self.generation = 0  # the Spawn this process answers (set when it starts)
+    def __init__(
+        self, spawn: Spawn, feed: Callable[[Event], None], now: Callable[[], float]
+    ) -> None:
+        self.slot = spawn.slot
+        self.generation = spawn.generation  # echoed by every event of this process
+        self._spawn_action = spawn
         self._feed = feed
+        self._now = now
         self._proc: subprocess.Popen[bytes] | None = None
         # bytes to write, or None: close stdin and stop the writer.
         self._writes: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
@@ -143,12 +144,10 @@ class ProcessSlot:
         # Ends a reader's poll at once; -1 before spawn and once closed.
         self._wake_r = self._wake_w = -1
 
-    def perform(
-        self, action: WriteStdin | CloseStdin | SignalProcess, *, alone: bool = False
-    ) -> None:
-        """Write (a failed write is fed back as WriteFailed by the writer thread), close stdin
-        behind the writes before, or send a signal; never blocks. Call it under the client's
-        lock (it is, from ``Client._handle``): that keeps the write order the feed order.
+    def write(self, data: bytes, *, alone: bool = False) -> None:
+        """Write ``data`` to stdin after every write before (a failed write is fed back as
+        WriteFailed by the writer thread); never blocks. Call it under the client's lock (it
+        is, from ``Client._perform``): that keeps the write order the feed order.
 
         With ``alone`` (the client has at most one caller waiting) a message of up to PIPE_BUF
         bytes goes to the pipe at once from this thread when everything queued before has been
@@ -156,13 +155,12 @@ class ProcessSlot:
         Otherwise the writer thread writes whatever gathered meanwhile in one system call:
         measured, many callers each writing at once made the server read one message per
         wake-up and cost 40% at 256 in flight."""
-        if isinstance(action, WriteStdin):
-            self._write(action.data, alone)
-        elif isinstance(action, CloseStdin):
-            self._queued_writes += 1  # never counted as written: no direct write after it
-            self._writes.put(None)
-        else:
-            self.signal(action.signal)
+        self._write(data, alone)
+
+    def close_stdin(self) -> None:
+        """Close stdin behind every write before; never blocks."""
+        self._queued_writes += 1  # never counted as written: no direct write after it
+        self._writes.put(None)
 
     def _write(self, data: bytes, alone: bool) -> None:
         """Called under the client's lock, so callers count ``_queued_writes`` one at a time."""
@@ -179,13 +177,13 @@ class ProcessSlot:
         self._queued_writes += 1
         self._writes.put(data)
 
-    def spawn(self, action: Spawn) -> None:
-        """Start the process and its threads, feeding ProcessSpawned (before any reader feeds)
-        or SpawnFailed. Blocks only for fork/exec; call it without holding the machine lock.
-        Does nothing once ``kill_and_join`` ran."""
+    def start(self) -> None:
+        """Spawn the process and start its threads, feeding ProcessSpawned (before any reader
+        feeds) or SpawnFailed. Blocks only for fork/exec; call it without holding the machine
+        lock. Does nothing once ``kill`` ran."""
         with self._spawning:
             if not self._closed:
-                self._spawn(action)
+                self._spawn(self._spawn_action)
 
     def _spawn(self, action: Spawn) -> None:
         env = inherit_environment(os.environ, action.inherit) | dict(action.env)
@@ -201,21 +199,16 @@ class ProcessSlot:
                 start_new_session=True,
             )
         except OSError as exc:
-            # Missing, not executable or a bad cwd is permanent (SPEC §7). exc.filename is the
-            # executable or the cwd: the reason never shows env values.
-            missing = isinstance(exc, FileNotFoundError | PermissionError | NotADirectoryError)
-            reason = exc.strerror or type(exc).__name__
-            if exc.filename is not None:
-                reason = f"{reason}: {exc.filename}"
+            # Missing, not executable or a bad cwd is permanent (SPEC §7).
+            reason, missing = spawn_failure(exc)
             self._feed(
-                self,
                 SpawnFailed(
-                    now=time.monotonic(),
+                    now=self._now(),
                     slot=self.slot,
                     generation=self.generation,
                     reason=reason,
                     missing=missing,
-                ),
+                )
             )
             return
         assert proc.stdout is not None
@@ -228,9 +221,8 @@ class ProcessSlot:
         with self._turns:
             self._stdout, self._wake_r, self._wake_w = proc.stdout.fileno(), wake_r, wake_w
         self._feed(
-            self,
             ProcessSpawned(
-                now=time.monotonic(), slot=self.slot, generation=self.generation, pid=proc.pid
+                now=self._now(), slot=self.slot, generation=self.generation, pid=proc.pid
             ),
         )
         writer = self._thread(self._write_loop, "stdin")
@@ -248,9 +240,9 @@ class ProcessSlot:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, getattr(signal, name))
 
-    def kill_and_join(self, deadline: float) -> None:
-        """Last-resort cleanup: kill the group, reap the child, join the threads by ``deadline``
-        (threads still blocked then are daemons and are left behind)."""
+    def kill(self) -> None:
+        """Safety net: SIGKILL the group (whatever the machine did), spawn nothing any more,
+        end any lease and stop the writer. Never blocks for long; ``join`` waits."""
         with self._spawning:
             self._closed = True
         with self._turns:  # no lease outlives stop(): the stdout thread reads the EOF at once
@@ -258,6 +250,10 @@ class ProcessSlot:
             self._turns.notify()
         self.signal("SIGKILL")
         self._writes.put(None)
+
+    def join(self, deadline: float) -> None:
+        """After ``kill``: reap the child and join the threads by ``deadline`` (threads still
+        blocked then are daemons and are left behind)."""
         if self._proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(max(0.0, deadline - time.monotonic()))
@@ -351,10 +347,7 @@ class ProcessSlot:
                 self._freed.notify_all()  # callers waiting for a step: nothing left to read
             return False
         self._feed(
-            self,
-            StdoutReceived(
-                now=time.monotonic(), slot=self.slot, generation=self.generation, data=data
-            ),
+            StdoutReceived(now=self._now(), slot=self.slot, generation=self.generation, data=data),
         )
         return True
 
@@ -387,9 +380,7 @@ class ProcessSlot:
             os.close(self._wake_w)
             self._wake_r = self._wake_w = -1
         self._proc.stdout.close()
-        self._feed(
-            self, StdoutClosed(now=time.monotonic(), slot=self.slot, generation=self.generation)
-        )
+        self._feed(StdoutClosed(now=self._now(), slot=self.slot, generation=self.generation))
         returncode = self._proc.wait()
         # Everything this process caused (write failures, the stderr tail the error message
         # quotes) is fed before ProcessExited, so a respawn never sees stale events.
@@ -397,9 +388,8 @@ class ProcessSlot:
         writer.join(_DRAIN_BOUND)
         stderr.join(_DRAIN_BOUND)
         self._feed(
-            self,
             ProcessExited(
-                now=time.monotonic(),
+                now=self._now(),
                 slot=self.slot,
                 generation=self.generation,
                 returncode=returncode,
@@ -419,9 +409,8 @@ class ProcessSlot:
         fd = self._proc.stderr.fileno()
         while data := os.read(fd, _READ_SIZE):
             self._feed(
-                self,
                 StderrReceived(
-                    now=time.monotonic(), slot=self.slot, generation=self.generation, data=data
+                    now=self._now(), slot=self.slot, generation=self.generation, data=data
                 ),
             )
         self._proc.stderr.close()
@@ -461,9 +450,8 @@ class ProcessSlot:
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             self._feed(
-                self,
                 WriteFailed(
-                    now=time.monotonic(), slot=self.slot, generation=self.generation, reason=reason
+                    now=self._now(), slot=self.slot, generation=self.generation, reason=reason
                 ),
             )
         finally:

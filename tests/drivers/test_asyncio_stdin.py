@@ -33,7 +33,7 @@ class Events:
         self.seen: list[Event] = []
         self._changed = anyio.Event()
 
-    def feed(self, slot: ProcessSlot, event: Event) -> None:
+    def feed(self, event: Event) -> None:
         self.seen.append(event)
         self._changed.set()
 
@@ -67,10 +67,10 @@ async def test_writes_beyond_the_pipe_buffer_arrive_whole_and_in_order() -> None
         "print(len(data), hashlib.sha256(data).hexdigest(), flush=True)\n"
     )
     events = Events()
-    slot = ProcessSlot(0, events.feed, lambda: 0.0)
+    slot = ProcessSlot(_spawn(code), events.feed, lambda: 0.0)
     chunks = [bytes([65 + i % 26]) * (PIPE_BUFFER // 2 + i) for i in range(8)]
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(slot.run, _spawn(code))
+        tasks.start_soon(slot.run)
         await events.wait_for(StdoutReceived)  # "ready": the signal is blocked, not fatal
         for chunk in chunks:
             slot.write(chunk)
@@ -93,9 +93,9 @@ async def test_a_write_to_a_closed_pipe_is_reported_by_the_writer() -> None:
     # The child closes its stdin, says so, and lingers until it is killed.
     code = "import os, time\nos.close(0)\nprint('closed', flush=True)\ntime.sleep(60)\n"
     events = Events()
-    slot = ProcessSlot(0, events.feed, lambda: 0.0)
+    slot = ProcessSlot(_spawn(code), events.feed, lambda: 0.0)
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(slot.run, _spawn(code))
+        tasks.start_soon(slot.run)
         await events.wait_for(StdoutReceived)
         slot.write(b"x" * 10)  # EPIPE: nothing is fed from here
         assert not any(isinstance(e, WriteFailed) for e in events.seen)

@@ -378,15 +378,15 @@ def test_one_reader_at_a_time_and_bytes_fed_in_order(monkeypatch: pytest.MonkeyP
                 inside.remove(threading.current_thread().name)
 
     fed: list[bytes] = []
-    feed_from = Client._feed_from
+    feed = Client._feed
 
-    def recorded_feed(client: Client, slot: ProcessSlot, event: core.Event) -> None:
+    def recorded_feed(client: Client, event: core.Event) -> None:
         if isinstance(event, core.StdoutReceived):
             fed.append(event.data)
-        feed_from(client, slot, event)
+        feed(client, event)
 
     monkeypatch.setattr(ProcessSlot, "_read", counted_read)
-    monkeypatch.setattr(Client, "_feed_from", recorded_feed)
+    monkeypatch.setattr(Client, "_feed", recorded_feed)
     errors: list[BaseException] = []
     big = "y" * 300_000  # several reads per answer
 
