@@ -9,21 +9,24 @@ on every event, and the one timer a driver keeps is re-armed to ``next_deadline(
 event. Feeding the same events with the same ``now`` values always yields the same actions,
 which is what makes recorded sessions replayable (SPEC §13).
 
-Layers. The machine is four small machines stacked the way aioquic splits a connection; each
-file holds one and reads top to bottom:
+Layers. The machine is small machines stacked the way aioquic splits a connection; each file
+holds one and reads top to bottom:
 
 - ``_phases.py``: the transition tables. Every phase change of the session, of a connection
   and of a process being stopped goes through them; a move they do not list raises
   ``UnexpectedEvent`` (naming the phase and the event) before anything changes.
-- ``_admission.py``: the in-flight window, the queue behind it and every caller's deadline.
+- ``_admission.py``: the in-flight window, the queue behind it and every caller's deadline;
+  ``_calls.py``: caller work on top of it (tools/call, tools/list, progress, cancellation,
+  paging, input rounds), ``_results.py`` reading the answers.
+- ``_opening.py``: the handshake each era needs, and the era cache.
 - a transport: ``_stdio_transport.py`` (spawn, framing, stderr, the stop sequence) or
   ``_http_transport.py`` (requests and streams, session ids, what a status means, SSE
   resumption, HTTP+SSE). Both offer the same calls (``open``, ``send``, ``acknowledge``,
   ``cancel``, ``forget``, ``fail``, ``close``) and report back through the ``Session``
   protocol (``_connection.py``), which this class implements.
-- this file: the session. Caller work, the era handshake, messages from the server, and what
-  a failure means for callers and retries. ``_server_requests.py`` keeps the server's own
-  requests to the application.
+- ``_server_requests.py``: the server's own requests to the application.
+- this file: the session that composes them: the lifecycle, ``await_ready``, what a failure
+  means for callers and retries, and ``Close``.
 
 A new layer goes between two of these without touching either: the authorization layer wraps
 the HTTP transport (same calls, plus its own events for the metadata, registration and token
@@ -59,33 +62,20 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 from . import _jsonrpc as rpc
-from ._actions import Action, Log, ProgressUpdate, Reply
+from ._actions import Action, Log, Reply
 from ._admission import Admission
-from ._connection import DISCOVER, INITIALIZE, Connection, Work
+from ._calls import Calls
+from ._connection import DISCOVER, Connection, Work
 from ._eras import (
-    MODERN_VERSION,
     Handshake,
     client_capabilities,
-    discover_params,
-    initialize_params,
-    modern_meta,
-    parse_discover_result,
-    parse_initialize_result,
 )
 from ._errors import (
-    Busy,
     ConnectFailed,
-    InitializationFailed,
-    InvalidResponse,
-    JsonRpcError,
     McpError,
     MessageTooLarge,
     NotReady,
-    RequestTimeout,
     ServerExited,
-    UnmeteredCall,
-    UnsupportedVersion,
-    UrlElicitationRequired,
 )
 from ._events import (
     AwaitReady,
@@ -111,16 +101,12 @@ from ._events import (
 )
 from ._http_transport import HttpTransport
 from ._jitter import Jitter, backoff_delay
-from ._models import Status, Tool
+from ._models import Status
+from ._opening import Opening
 from ._phases import Phase, SessionPhase, Step, session_step
 from ._results import (
     MAX_INPUT_ROUNDS,
     MAX_TOOL_PAGES,
-    call_result,
-    input_requests,
-    names_our_modern_version,
-    rpc_error,
-    tools_page,
 )
 from ._server_requests import ELICITATION_MODES, HANDLED_REQUESTS, ServerRequests
 from ._spec import Spec
@@ -203,18 +189,6 @@ class SessionMachine:
         self._capabilities = client_capabilities(self.handlers, modes)
         self._asks = ServerRequests(self.handlers, modes, self._out)
         http = spec.transport == "http"
-        self._era_cache: MutableMapping[str, str] = {} if era_cache is None else era_cache
-        # SPEC §5: the verdict is cached per server: its command line, or its origin + path.
-        self._era_key = json.dumps(
-            ["http", (spec.url or "").split("?")[0].split("#")[0]]
-            if http
-            else [spec.command, *spec.args]
-        )
-        # Read once: another client of the process writing the shared cache mid-session must
-        # not change what this machine does (replay would then differ from the session).
-        # ``known_era`` given (a replay) wins over the cache.
-        self._known_era = known_era if known_era is not None else self._era_cache.get(self._era_key)
-        self.known_era: str | None = self._known_era  # the verdict this machine started from
         pooled = spec.concurrency == "pooled"
         self._connections = [Connection(index=i) for i in range(spec.pool_size if pooled else 1)]
         self._admission = Admission(
@@ -225,6 +199,24 @@ class SessionMachine:
             if http
             else StdioTransport(spec, self._connections, self, self._out)
         )
+        self._opening = Opening(
+            spec,
+            self._transport,
+            self._capabilities,
+            self,
+            era_cache=era_cache,
+            known_era=known_era,
+        )
+        self.known_era = self._opening.known_era  # the verdict this machine started from
+        self._calls = Calls(
+            spec,
+            self._connections,
+            self._admission,
+            self._asks,
+            self._capabilities,
+            self,
+            self._out,
+        )
         self._waiters: dict[int, float] = {}  # await_ready ticket -> deadline
         # The waiters (a subset of _waiters) that a failed attempt answers (fail_fast).
         self._fail_fast_waiters: set[int] = set()
@@ -232,8 +224,6 @@ class SessionMachine:
         self._close_deadline: float | None = None
         self._next_id = 0
         self._jitter = Jitter(spec.jitter_seed)
-        self._tools: list[Tool] | None = None
-        self._tools_generation = 0
         self._connect_error: ConnectFailed | None = None  # last connect failed; cleared on ready
         self._permanent: ConnectFailed | None = None
         self._last_error: McpError | None = None
@@ -339,7 +329,7 @@ class SessionMachine:
             concurrency=self.concurrency,
             in_flight=self.in_flight,
             queued=self.queued,
-            tools=len(self._tools) if self._tools is not None else None,
+            tools=len(self._calls.tools) if self._calls.tools is not None else None,
             last_error=str(self._last_error) if self._last_error else None,
             retry_in=max(0.0, min(retries) - now) if retries else None,
             server_info=ready.server_info if ready else None,
@@ -382,74 +372,10 @@ class SessionMachine:
             if fail_fast:
                 self._fail_fast_waiters.add(event.ticket)
 
-    def _on_list_tools(self, event: ListTools) -> None:
-        if self._tools is not None and not event.refresh and self.state == "ready":
-            self._reply(event.ticket, list(self._tools))
-            return
-        self._admit(
-            Work(
-                ticket=event.ticket,
-                method="tools/list",
-                admitted_at=self.now,
-                timeout=event.timeout or self.spec.call_timeout,
-                deadline=self.now + (event.timeout or self.spec.call_timeout),
-                generation=self._tools_generation,
-                tools=[],
-                cursors=set(),
-            )
-        )
-
-    def _on_call_tool(self, event: CallTool) -> None:
-        timeout = event.timeout or self.spec.call_timeout
-        facts = event.reservation
-        work = Work(
-            ticket=event.ticket,
-            method="tools/call",
-            admitted_at=self.now,
-            timeout=timeout,
-            deadline=self.now + timeout,
-            name=event.name,
-            arguments=event.arguments,
-            progress=event.progress,
-            meta=event.meta,
-            # Every unused reservation handed to a call is settled exactly once by the client.
-            reserved=facts is not None and facts.get("fresh") is True,
-        )
-        refusal = self._unmetered(event.name, facts)
-        if refusal is not None:
-            self._admission.settle(work, commit=False)
-            self._reply(event.ticket, error=refusal)
-            return
-        if event.name not in self.spec.prices and work.reserved:
-            self._admission.settle(work, commit=False)  # a free tool needs no money back
-        self._admit(work)
-
-    def _unmetered(self, tool: str, facts: Mapping[str, Any] | None) -> UnmeteredCall | None:
-        """SPEC §10: a priced tool without a valid reservation is refused before sending."""
-        price = self.spec.prices.get(tool)
-        if price is None:
-            return None
-        if facts is None:
-            return UnmeteredCall(tool, f"it costs {price}")
-        if facts.get("fresh") is not True:
-            return UnmeteredCall(tool, "this reservation was already used")
-        if facts.get("server") != self.spec.name or facts.get("tool") != tool:
-            return UnmeteredCall(
-                tool,
-                f"the reservation is for {facts.get('tool')!r} on {facts.get('server')!r}",
-            )
-        reserved = facts.get("price")
-        if not isinstance(reserved, int) or reserved < price:
-            return UnmeteredCall(tool, f"{reserved} was reserved but it costs {price}")
-        return None
-
     def _on_cancel(self, event: CancelCall) -> None:
         self._waiters.pop(event.ticket, None)
         self._fail_fast_waiters.discard(event.ticket)
-        work = self._admission.works.pop(event.ticket, None)
-        if work is not None:
-            self._withdraw(work, "the caller cancelled the request")
-            self._pump()
+        self._calls.cancel(event.ticket)
 
     def _on_close(self, event: Close) -> None:
         if self._phase is not SessionPhase.RUNNING:
@@ -462,8 +388,7 @@ class SessionMachine:
         self._close_tickets.append(event.ticket)
         self._close_deadline = self.now + 3 * self.spec.shutdown_grace + CLOSE_MARGIN
         stopped = NotReady("closed", "the client was stopped before this request finished")
-        for work in self._drain_works():
-            self._reply(work.ticket, error=stopped)
+        self._calls.fail_all(stopped)
         self._answer_waiters(stopped)
         for connection in self._connections:
             connection.retry_at = connection.probe_deadline = connection.connect_deadline = None
@@ -479,15 +404,15 @@ class SessionMachine:
             return
         connection, request_id = asker
         if isinstance(connection, int):  # an input round of a call: (ticket, input key)
-            self._on_input_answered(connection, str(request_id), event)
+            self._calls.input_answered(connection, str(request_id), event)
         elif connection.phase is not Phase.READY or self._phase is not SessionPhase.RUNNING:
             # The connection that asked is gone; its server no longer waits for this answer.
             self._log("DEBUG", f"dropped the answer to server request {request_id!r}")
         elif event.result is not None:
-            self._send(connection, rpc.result_response(request_id, event.result))
+            self.send(connection, rpc.result_response(request_id, event.result))
         else:
             # The application's handler failed: the error is on our side of the request.
-            self._send(
+            self.send(
                 connection,
                 rpc.error_response(
                     request_id, rpc.INTERNAL_ERROR, f"the client's handler failed: {event.failed}"
@@ -498,16 +423,7 @@ class SessionMachine:
 
     def _on_timer(self, event: TimerFired) -> None:
         now = self.now
-        for work in self._admission.expired(now):
-            self._withdraw(work, "timed out")
-            self._reply(
-                work.ticket,
-                error=RequestTimeout(
-                    f"{work.method} {work.name or ''} got no answer within {work.timeout:g} s; "
-                    "the server was told to cancel it (raise timeout= or call_timeout if the "
-                    "tool is slow)".replace("  ", " ")
-                ),
-            )
+        self._calls.expire(now)
         for ticket, deadline in sorted(self._waiters.items()):
             if deadline <= now:
                 del self._waiters[ticket]
@@ -518,15 +434,12 @@ class SessionMachine:
         if self._close_deadline is not None and self._close_deadline <= now:
             self._log("ERROR", "stopping took too long; answering Close without the rest")
             self._answer_close()
-        self._pump()
+        self._calls.pump()
 
     def _connection_timers(self, connection: Connection, now: float) -> None:
         self._transport.expire(connection, now)
         if connection.probe_deadline is not None and connection.probe_deadline <= now:
-            connection.probe_deadline = None
-            self._forget_internal(connection, DISCOVER)
-            self._log("DEBUG", "no answer to server/discover: treating the server as legacy")
-            self._send_initialize(connection)
+            self._opening.probe_expired(connection)
         if (
             connection.phase in _HANDSHAKING
             and connection.connect_deadline is not None
@@ -555,28 +468,7 @@ class SessionMachine:
             connection.move(Step.STOP)
             self._transport.close(connection)
             return
-        era = self.spec.era if self.spec.era != "auto" else self._known_era
-        if era == "sse" and isinstance(self._transport, HttpTransport):
-            self._transport.open_sse(connection)
-        elif era == "modern":
-            self._ready(connection, Handshake("modern", MODERN_VERSION, None, {}))
-        elif era == "legacy":
-            self._send_initialize(connection)
-        else:
-            # 2026-07-28 transports/stdio §Backward Compatibility: a dual-era client "SHOULD
-            # probe with server/discover" before any other request; no answer within a short
-            # timeout means a legacy server. Over HTTP the answer's status and body decide
-            # (streamable-http §Backward Compatibility).
-            connection.move(Step.PROBE)
-            # Over HTTP an answer always comes (its status decides), so the probe may take half
-            # the connect budget; on stdio a silent legacy server is the reason for the timeout.
-            probe_wait = (
-                max(self.spec.probe_timeout, self.spec.init_timeout / 2)
-                if isinstance(self._transport, HttpTransport)
-                else self.spec.probe_timeout
-            )
-            connection.probe_deadline = self.now + probe_wait
-            self._request(connection, DISCOVER, discover_params(self._capabilities), DISCOVER)
+        self._opening.start(connection)
 
     def received(self, connection: Connection, message: rpc.Incoming) -> None:
         if isinstance(message, rpc.Response):
@@ -586,7 +478,7 @@ class SessionMachine:
             if answer is None:
                 self._asks.ask_application(connection, message)
             else:
-                self._send(connection, answer)
+                self.send(connection, answer)
         elif isinstance(message, rpc.Notification):
             self._on_notification(connection, message)
         else:
@@ -597,7 +489,7 @@ class SessionMachine:
         owner = connection.requests.get(request_id) if isinstance(request_id, int) else None
         if isinstance(owner, Work):
             del connection.requests[request_id]  # type: ignore[arg-type]
-            self._finish(owner, error=error)
+            self._calls.finish(owner, error=error)
         elif owner is not None:
             self.fail(connection, ConnectFailed(error.message))
         else:
@@ -605,11 +497,11 @@ class SessionMachine:
 
     def lose(self, connection: Connection, owner: Work | str, error: McpError) -> None:
         if isinstance(owner, Work):
-            self._finish(owner, error=error)
+            self._calls.finish(owner, error=error)
         elif owner == DISCOVER:
             # No usable answer to the probe: a legacy server ("anything else").
             connection.probe_deadline = None
-            self._send_initialize(connection)
+            self._opening.send_initialize(connection)
         else:
             self.fail(connection, ConnectFailed(error.message))
 
@@ -653,20 +545,8 @@ class SessionMachine:
         connection.handshake = None
         connection.probe_deadline = connection.connect_deadline = None
         self._last_error = error
-        for owner in list(connection.requests.values()):
-            if isinstance(owner, Work):
-                del self._admission.works[owner.ticket]
-                self._admission.release(owner)
-                self._reply(owner.ticket, error=error)
-        connection.requests.clear()
         self._asks.forget(connection)
-        for work in [w for w in self._admission.works.values() if w.slot == connection.index]:
-            del self._admission.works[work.ticket]  # between input rounds: nothing on the wire
-            self._admission.release(work)
-            self._reply(work.ticket, error=error)
-        if not any(c.phase is Phase.READY for c in self._connections):
-            for work in self._drain_works():
-                self._reply(work.ticket, error=error)
+        self._calls.connection_failed(connection, error)
         if not was_ready:
             connect_error = (
                 error if isinstance(error, ConnectFailed) else ConnectFailed(error.message)
@@ -686,11 +566,11 @@ class SessionMachine:
             self.gone(connection)
 
     def send_initialize(self, connection: Connection) -> None:
-        self._send_initialize(connection)
+        self._opening.send_initialize(connection)
 
     def confirmed(self, connection: Connection) -> None:
         assert connection.handshake is not None
-        self._ready(connection, connection.handshake)
+        self.ready(connection, connection.handshake)
 
     def gone(self, connection: Connection) -> None:
         connection.move(Step.GONE)
@@ -716,53 +596,8 @@ class SessionMachine:
         if self._transport.open(connection):
             self.transport_up(connection)
 
-    def _learn_era(self, era: str) -> None:
-        self._known_era = self._era_cache[self._era_key] = era
-
-    def _send_initialize(self, connection: Connection) -> None:
-        connection.move(Step.INITIALIZE)
-        self._request(connection, INITIALIZE, initialize_params(self._capabilities), INITIALIZE)
-
-    def _on_discover_answer(self, connection: Connection, response: rpc.Response) -> None:
-        connection.probe_deadline = None
-        handshake = parse_discover_result(response.result) if response.result else None
-        if handshake is None and names_our_modern_version(response.error):
-            handshake = Handshake("modern", MODERN_VERSION, None, {})
-        if handshake is None:
-            # "Fallback MUST NOT be keyed to one error code": anything else means legacy.
-            self._send_initialize(connection)
-        else:
-            self._learn_era("modern")
-            self._ready(connection, handshake)
-
-    def _on_initialize_answer(self, connection: Connection, response: rpc.Response) -> None:
-        if names_our_modern_version(response.error) and self.spec.era == "auto":
-            # A modern-only server refusing initialize (the probe got no usable answer in
-            # time): "a recognized modern JSON-RPC error ... do not fall back" (2026-07-28).
-            self._learn_era("modern")
-            self._ready(connection, Handshake("modern", MODERN_VERSION, None, {}))
-            return
-        if response.error is not None:
-            failure = InitializationFailed(rpc_error(response.error).message)
-            self.fail(connection, ConnectFailed(failure.message))
-            return
-        assert response.result is not None
-        try:
-            handshake = parse_initialize_result(response.result)
-        except UnsupportedVersion as exc:
-            self.fail(connection, ConnectFailed(exc.message, permanent=True), permanent=True)
-            return
-        except InvalidResponse as exc:
-            self.fail(connection, ConnectFailed(exc.message))
-            return
-        self._learn_era("sse" if self._transport.speaks_sse(connection) else "legacy")
-        connection.handshake = handshake  # so the notification carries MCP-Protocol-Version
-        if self._transport.acknowledge(connection, rpc.notification("notifications/initialized")):
-            connection.move(Step.CONFIRM)  # HTTP: ready once the server answered that POST
-        else:
-            self._ready(connection, handshake)
-
-    def _ready(self, connection: Connection, handshake: Handshake) -> None:
+    def ready(self, connection: Connection, handshake: Handshake) -> None:
+        """The connection is open: answer the callers waiting for that, send queued work."""
         connection.move(Step.READY)
         connection.handshake = handshake
         connection.attempt = 0  # SPEC §7: the backoff resets only when a session is ready
@@ -773,7 +608,7 @@ class SessionMachine:
             self._reply(ticket, status)
         self._waiters.clear()
         self._fail_fast_waiters.clear()
-        self._pump()
+        self._calls.pump()
 
     def _arm_retry(self, connection: Connection) -> None:
         """The failed connection is gone: retry it after the backoff (not if permanent)."""
@@ -805,10 +640,9 @@ class SessionMachine:
     def _on_notification(self, connection: Connection, note: rpc.Notification) -> None:
         params = note.params
         if note.method == "notifications/progress":
-            self._on_progress(connection, params)
+            self._calls.progress(connection, params)
         elif note.method == "notifications/tools/list_changed":
-            self._tools = None
-            self._tools_generation += 1
+            self._calls.tools_changed()
         elif note.method == "notifications/cancelled":
             self._asks.cancelled(connection, params.get("requestId"))
         elif note.method == "notifications/elicitation/complete":
@@ -820,27 +654,6 @@ class SessionMachine:
             text = data if isinstance(data, str) else json.dumps(data)
             self._out.append(Log(level=level, logger=self._server_logger, message=text[:4000]))
 
-    def _on_progress(self, connection: Connection, params: Mapping[str, Any]) -> None:
-        token, progress = params.get("progressToken"), params.get("progress")
-        work = connection.requests.get(token) if isinstance(token, int) else None
-        if not isinstance(work, Work) or not isinstance(progress, int | float):
-            return  # progress for a finished or unknown request: ignored, as the spec allows
-        # 2025-03-26 basic/lifecycle §Timeouts: progress MAY reset the timeout clock, but
-        # a maximum timeout SHOULD always be enforced.
-        work.deadline = min(self.now + work.timeout, work.admitted_at + self.spec.max_call_timeout)
-        self._admission.arm(work)
-        if work.progress:
-            total = params.get("total")
-            message = params.get("message")
-            self._out.append(
-                ProgressUpdate(
-                    ticket=work.ticket,
-                    progress=float(progress),
-                    total=float(total) if isinstance(total, int | float) else None,
-                    message=message if isinstance(message, str) else None,
-                )
-            )
-
     def _on_response(self, connection: Connection, response: rpc.Response) -> None:
         requests = connection.requests
         owner = requests.pop(response.id, None) if isinstance(response.id, int) else None
@@ -848,111 +661,21 @@ class SessionMachine:
             # A late answer to a request that timed out or was cancelled: the cancellation
             # page says the sender "SHOULD ignore" it.
             self._log("DEBUG", f"ignored an answer to unknown request id {response.id!r}")
-        elif owner == DISCOVER:
-            self._on_discover_answer(connection, response)
-        elif owner == INITIALIZE:
-            self._on_initialize_answer(connection, response)
+        elif isinstance(owner, Work):
+            self._calls.answer(connection, owner, response)
         else:
-            assert isinstance(owner, Work)
-            self._on_work_answer(connection, owner, response)
-
-    def _on_work_answer(self, connection: Connection, work: Work, response: rpc.Response) -> None:
-        if response.error is not None:
-            error = rpc_error(response.error)
-            if isinstance(error, UrlElicitationRequired):
-                for elicitation in error.elicitations:
-                    self._asks.expect_completion(elicitation["elicitationId"])
-            self._finish(work, error=error)
-            return
-        result = response.result
-        assert result is not None
-        result_type = result.get("resultType", "complete")
-        if result_type == "input_required" and work.method == "tools/call":
-            self._on_input_required(connection, work, result)
-        elif result_type != "complete":
-            # "MUST treat an unrecognized value as invalid" (2026-07-28 basic/index).
-            self._finish(
-                work,
-                error=InvalidResponse(
-                    work.method,
-                    f"resultType {str(result_type)[:40]!r} is not one this client knows",
-                ),
-            )
-        elif work.method == "tools/call":
-            value, problem = call_result(result)
-            self._finish(work, value, error=problem)
-        else:
-            self._on_tools_page(connection, work, result)
-
-    def _on_input_required(
-        self, connection: Connection, work: Work, result: Mapping[str, Any]
-    ) -> None:
-        """2026-07-28 basic/patterns/mrtr: fulfil ``inputRequests`` with the application's
-        handlers, then retry as a new request with ``inputResponses`` and ``requestState``
-        echoed byte for byte (never one the server did not send)."""
-        work.rounds += 1
-        requests, state, problem = input_requests(result, work.rounds)
-        if problem is None:
-            problem = self._asks.input_problem(requests)
-        if problem is not None:
-            self._finish(work, error=InvalidResponse(work.method, problem))
-            return
-        work.request_state = state
-        work.input_responses = {}
-        work.awaiting = set(requests)
-        for key, ask in requests.items():
-            params = ask.get("params")
-            self._asks.ask_input(
-                work.ticket, key, ask["method"], params if isinstance(params, dict) else {}
-            )
-        if not work.awaiting:
-            self._retry_with_inputs(connection, work)  # "MAY retry immediately" with none
-
-    def _on_input_answered(self, ticket: int, key: str, event: ServerRequestAnswered) -> None:
-        work = self._admission.works.get(ticket)
-        if work is None or not work.awaiting or key not in work.awaiting or work.slot is None:
-            return  # the call ended meanwhile (timeout, cancel, loss)
-        if event.result is None:
-            self._finish(
-                work,
-                error=JsonRpcError(
-                    rpc.INTERNAL_ERROR, f"the client's handler failed: {event.failed}", None
-                ),
-            )
-            return
-        work.awaiting.discard(key)
-        assert work.input_responses is not None  # made with awaiting
-        work.input_responses[key] = dict(event.result)
-        if not work.awaiting:
-            self._retry_with_inputs(self._connections[work.slot], work)
-
-    def _retry_with_inputs(self, connection: Connection, work: Work) -> None:
-        # A connection that fails answers the work waiting between rounds, so it is ready.
-        assert connection.phase is Phase.READY
-        extra: dict[str, Any] = {"inputResponses": work.input_responses}
-        if work.request_state is not None:
-            extra["requestState"] = work.request_state
-        self._send_work(connection, work, extra)
-
-    def _on_tools_page(self, connection: Connection, work: Work, result: Mapping[str, Any]) -> None:
-        assert work.tools is not None and work.cursors is not None  # a tools/list work
-        cursor, problem, warning = tools_page(result, work.tools, work.cursors)
-        if problem is not None:
-            self._finish(work, error=InvalidResponse("tools/list", problem))
-            return
-        if cursor is not None:
-            work.cursors.add(cursor)
-            self._send_work(connection, work, {"cursor": cursor})
-            return
-        if warning is not None:
-            self._log("WARNING", warning)
-        if work.generation == self._tools_generation:
-            self._tools = list(work.tools)
-        self._finish(work, list(work.tools))
+            self._opening.answered(connection, owner, response)
 
     # --- admission -------------------------------------------------------------------------
 
-    def _refusal(self) -> McpError | None:
+    @property
+    def next_request_id(self) -> int:
+        return self._next_id + 1
+
+    def cancel(self, connection: Connection, request_id: int) -> bool:
+        return self._transport.cancel(connection, request_id)
+
+    def refusal(self) -> McpError | None:
         """Why new work cannot be admitted now, or ``None`` when it can."""
         if self._phase is not SessionPhase.RUNNING:
             return NotReady("closed")
@@ -973,91 +696,9 @@ class SessionMachine:
             f"{self._connect_error.reason}",
         )
 
-    def _admit(self, work: Work) -> None:
-        refusal = self._refusal()
-        if refusal is not None:
-            self._admission.settle(work, commit=False)
-            self._reply(work.ticket, error=refusal)
-            return
-        placed = self._admission.admit(work)
-        if isinstance(placed, Connection):
-            self._send_work(placed, work, None)
-        elif placed is False:
-            self._admission.settle(work, commit=False)
-            self._reply(
-                work.ticket,
-                error=Busy(
-                    f"{self.in_flight} requests are in flight and {self.queued} queued, "
-                    f"the most this spec allows; nothing was sent (retry later, or raise "
-                    f"pool_size/queue_limit)"
-                ),
-            )
-
-    def _pump(self) -> None:
-        while (next_up := self._admission.next_queued()) is not None:
-            self._send_work(*next_up, None)
-
-    def _send_work(
-        self, connection: Connection, work: Work, extra: Mapping[str, Any] | None
-    ) -> None:
-        params: dict[str, Any] = {}
-        meta: dict[str, Any] = dict(work.meta) if work.meta else {}
-        if work.method == "tools/call":
-            params["name"] = work.name
-            if work.arguments is not None:
-                params["arguments"] = dict(work.arguments)
-        if extra is not None:
-            params.update(extra)  # the next page's cursor, or a retry's inputResponses
-        assert connection.handshake is not None
-        if connection.handshake.era == "modern":
-            meta.update(modern_meta(self._capabilities))
-        if work.progress:
-            # The token is the request id: unique among active requests, as progress requires.
-            meta["progressToken"] = self._next_id + 1
-        self._admission.enter(work, connection)
-        work.request_id = self._request(connection, work.method, params, work, meta)
-
-    def _withdraw(self, work: Work, reason: str) -> None:
-        """Take work out of the queue or off its connection; cancel it on the wire if sent."""
-        if work.slot is None:
-            self._admission.release(work)
-            return
-        connection = self._connections[work.slot]
-        assert work.request_id is not None
-        if connection.requests.pop(work.request_id, None) is None:
-            # Waiting for input handlers between two rounds: nothing is on the wire.
-            self._admission.release(work)
-            return
-        # Work that is still ours and sent is always on a live, ready connection: a failing
-        # one answers its work first. Legacy basic/utilities/cancellation; 2026-07-28 stdio:
-        # cancellation "MUST be" notifications/cancelled, only for a request actually issued.
-        tell = self._transport.cancel(connection, work.request_id)
-        self._admission.release(work)
-        if tell:
-            self._send(
-                connection,
-                rpc.notification(
-                    "notifications/cancelled", {"requestId": work.request_id, "reason": reason}
-                ),
-            )
-
-    def _finish(self, work: Work, value: object = None, *, error: McpError | None = None) -> None:
-        self._admission.finish(work)
-        self._reply(work.ticket, value, error=error)
-        self._pump()
-
-    def _drain_works(self) -> list[Work]:
-        """Remove every piece of work (in ticket order) and forget their requests."""
-        works = self._admission.drain()
-        for connection in self._connections:
-            requests = connection.requests
-            for request_id in [k for k, v in requests.items() if isinstance(v, Work)]:
-                del requests[request_id]
-        return works
-
     # --- small helpers ---------------------------------------------------------------------
 
-    def _request(
+    def request(
         self,
         connection: Connection,
         method: str,
@@ -1072,14 +713,9 @@ class SessionMachine:
         self._transport.send(connection, rpc.request(self._next_id, method, params), self._next_id)
         return self._next_id
 
-    def _send(self, connection: Connection, message: Mapping[str, Any]) -> None:
+    def send(self, connection: Connection, message: Mapping[str, Any]) -> None:
         """Send a message that expects no answer (a notification, or our response)."""
         self._transport.send(connection, message, None)
-
-    def _forget_internal(self, connection: Connection, owner: str) -> None:
-        for request_id in [k for k, v in connection.requests.items() if v == owner]:
-            del connection.requests[request_id]
-            self._transport.forget(connection, request_id)
 
     def _reply(self, ticket: int, value: object = None, *, error: McpError | None = None) -> None:
         self._out.append(Reply(ticket=ticket, value=value, error=error))
@@ -1092,7 +728,7 @@ class SessionMachine:
 
 
 _DISPATCH: dict[type[Event], Any] = {
-    CallTool: SessionMachine._on_call_tool,
+    CallTool: lambda machine, event: machine._calls.call_tool(event),
     StdoutReceived: SessionMachine._on_transport,
     **dict.fromkeys(
         (ProcessSpawned, SpawnFailed, StdoutClosed, StderrReceived, ProcessExited, WriteFailed),
@@ -1103,7 +739,7 @@ _DISPATCH: dict[type[Event], Any] = {
         SessionMachine._on_transport,
     ),
     AwaitReady: SessionMachine._on_await_ready,
-    ListTools: SessionMachine._on_list_tools,
+    ListTools: lambda machine, event: machine._calls.list_tools(event),
     CancelCall: SessionMachine._on_cancel,
     Close: SessionMachine._on_close,
     ServerRequestAnswered: SessionMachine._on_server_request_answered,
