@@ -74,10 +74,6 @@ _log = logging.getLogger(__name__)
 # Verdicts of era='auto' probes, shared by every client of this driver (per server).
 _ERA_CACHE: dict[str, str] = {}
 
-# Backstop for stop(), beyond the machine's own shutdown (close stdin, grace, SIGTERM, grace,
-# SIGKILL, grace: then it replies): past it the driver kills what is left itself.
-_CLOSE_MARGIN = 5.0
-
 
 def _now() -> float:
     return time.monotonic()
@@ -244,8 +240,9 @@ class Client:
             self._phase = "stopping"  # new calls are refused from here on
             try:
                 waiter = self._submit(lambda ticket: Close(now=_now(), ticket=ticket))
-                with anyio.move_on_after(3 * self._spec.shutdown_grace + _CLOSE_MARGIN):
-                    await waiter.wait()
+                # No bound of our own: the machine answers Close by a deadline of its own,
+                # which the timer task fires like any other (SessionMachine.next_deadline).
+                await waiter.wait()
             finally:
                 self._phase = "stopped"  # from here on late events are dropped, not fed
                 self._recorder = None  # its file closes once the task group has ended

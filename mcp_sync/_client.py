@@ -75,9 +75,6 @@ _log = logging.getLogger(__name__)
 _ERA_CACHE: dict[str, str] = {}
 # Callers wait in slices so that KeyboardInterrupt reaches the main thread promptly everywhere.
 _WAIT_SLICE = 0.1
-# Backstop for stop(), beyond the machine's own shutdown (close stdin, grace, SIGTERM, grace,
-# SIGKILL, grace: then it replies): past it the driver kills what is left itself.
-_CLOSE_MARGIN = 5.0
 # How long stop() waits for threads after the machine closed and every child was killed.
 _JOIN_BOUND = 5.0
 
@@ -211,8 +208,9 @@ class Client:
             return
         try:
             waiter = self._submit(lambda t: Close(now=time.monotonic(), ticket=t), closing=True)
-            deadline = time.monotonic() + 3 * self._spec.shutdown_grace + _CLOSE_MARGIN
-            while not waiter.done.wait(_WAIT_SLICE) and time.monotonic() < deadline:
+            # No bound of our own: the machine answers Close by a deadline of its own, which
+            # the timer thread fires like any other (SessionMachine.next_deadline).
+            while not waiter.done.wait(_WAIT_SLICE):
                 pass
         finally:
             self._teardown()
