@@ -96,7 +96,7 @@ class CallTool(Event):
     arguments: Mapping[str, Any] | None = None
     timeout: float | None = None
     progress: bool = False
-    # For a priced tool: ``mcp_core.reservation_facts(reservation, fresh=...)`` (SPEC §10).
+    # For a priced tool: ``mcp_core.driver.reservation_facts(reservation, fresh=...)`` (SPEC §10).
     reservation: Mapping[str, Any] | None = None
     # Entries the driver adds to the request's ``params._meta`` on every round (W3C trace
     # context: ``traceparent``, ``tracestate``). The protocol's own keys (``progressToken``,

@@ -110,6 +110,16 @@ SUBMODULES = {
         "server_parts",
     ],
     "mcp_core.driver": ["INHERITED_ENV", "inherit_environment", "reservation_facts"],
+    "mcp_core.states": [
+        "CONNECTION_TABLE",
+        "SESSION_TABLE",
+        "STOP_TABLE",
+        "Phase",
+        "SessionPhase",
+        "Step",
+        "StopStage",
+        "render_tables",
+    ],
 }
 
 
