@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from . import _jsonrpc as rpc
 from ._actions import Action, ProgressUpdate, Reply
 from ._admission import Admission
-from ._connection import Connection, Work
+from ._connection import Connection, Requests, Work
 from ._eras import modern_meta
 from ._errors import (
     Busy,
@@ -41,11 +41,8 @@ from ._spec import Spec
 __all__ = ["Calls", "Requester"]
 
 
-class Requester(Protocol):
+class Requester(Requests, Protocol):
     """What caller work needs of the session."""
-
-    @property
-    def now(self) -> float: ...
 
     @property
     def state(self) -> str: ...
@@ -57,23 +54,11 @@ class Requester(Protocol):
     def refusal(self) -> McpError | None:
         """Why no work can be admitted now, or None."""
 
-    def request(
-        self,
-        connection: Connection,
-        method: str,
-        params: dict[str, Any],
-        owner: Work | str,
-        meta: dict[str, Any] | None = None,
-    ) -> int:
-        """Send a request; its id."""
-
     def send(self, connection: Connection, message: Mapping[str, Any]) -> None:
         """Send a message that expects no answer."""
 
     def cancel(self, connection: Connection, request_id: int) -> bool:
         """Stop waiting for ``request_id`` on the transport; True: tell the server too."""
-
-    def log(self, level: str, message: str) -> None: ...
 
 
 class Calls:

@@ -19,7 +19,7 @@ from ._events import Event
 from ._models import Tool
 from ._phases import Phase, SessionPhase, Step, connection_step
 
-__all__ = ["DISCOVER", "INITIALIZE", "Connection", "Session", "Work"]
+__all__ = ["DISCOVER", "INITIALIZE", "Connection", "Requests", "Session", "Work"]
 
 # The machine's own requests a connection can have in flight next to caller work.
 DISCOVER = "server/discover"
@@ -80,6 +80,26 @@ class Connection:
     def move(self, step: type[Event] | Step) -> None:
         """Take ``step`` through the connection table (``UnexpectedEvent`` if not allowed)."""
         self.phase = connection_step(self.phase, step, self.index)
+
+
+class Requests(Protocol):
+    """How the session's inner layers (caller work, the handshake) reach the wire: through
+    the session, which numbers requests and hands them to the transport."""
+
+    @property
+    def now(self) -> float: ...
+
+    def request(
+        self,
+        connection: Connection,
+        method: str,
+        params: dict[str, Any],
+        owner: Work | str,
+        meta: dict[str, Any] | None = None,
+    ) -> int:
+        """Send a request (``owner`` gets its answer); its id."""
+
+    def log(self, level: str, message: str) -> None: ...
 
 
 class Session(Protocol):

@@ -21,7 +21,7 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any, Protocol
 
 from . import _jsonrpc as rpc
-from ._connection import DISCOVER, INITIALIZE, Connection, Work
+from ._connection import DISCOVER, INITIALIZE, Connection, Requests
 from ._eras import (
     MODERN_VERSION,
     Handshake,
@@ -48,28 +48,14 @@ __all__ = ["Opener", "Opening"]
 _MODERN = Handshake("modern", MODERN_VERSION, None, {})
 
 
-class Opener(Protocol):
+class Opener(Requests, Protocol):
     """What opening a connection needs of the session."""
-
-    @property
-    def now(self) -> float: ...
-
-    def request(
-        self,
-        connection: Connection,
-        method: str,
-        params: dict[str, Any],
-        owner: Work | str,
-        meta: dict[str, Any] | None = None,
-    ) -> int: ...
 
     def fail(self, connection: Connection, error: McpError, *, permanent: bool = False) -> None:
         """The connection failed."""
 
     def ready(self, connection: Connection, handshake: Handshake) -> None:
         """The connection is open: work may go out on it."""
-
-    def log(self, level: str, message: str) -> None: ...
 
 
 class Opening:
