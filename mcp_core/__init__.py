@@ -5,9 +5,10 @@ only move bytes, spawn processes and keep time. Feed ``SessionMachine.handle`` e
 the actions it returns, and re-arm one timer to ``next_deadline()``.
 
 This module is the protocol surface: the machine, its events and actions, ``Spec``, the wire
-models, the errors, tool names, the protocol versions, and the spend protocol a user implements
-for priced tools. ``load_config`` (with ``LoadedConfig`` and ``InvalidConfig``) is here too, as
-well as in its own module. The rest is in public submodules, each with its own ``__all__``:
+models, the errors, tool names, the protocol versions, the spend protocol a user implements
+for priced tools and the token store that keeps OAuth logins. ``load_config`` (with
+``LoadedConfig`` and ``InvalidConfig``) is here too, as well as in its own module. The rest is
+in public submodules, each with its own ``__all__``:
 
 - ``mcp_core.config``: reading ``.mcp.json`` files.
 - ``mcp_core.replay``: recording a session and replaying it through a fresh machine.
@@ -92,6 +93,7 @@ from ._models import (
 from ._names import normalise_server, parse_tool_name, tool_name
 from ._spec import Spec
 from ._spend import BudgetExhausted, InMemorySpendGate, Reservation, SpendGate
+from ._tokens import InMemoryTokenStore, StoredAuthorization, TokenStore
 
 __all__ = [
     "HANDLED_REQUESTS",
@@ -122,6 +124,7 @@ __all__ = [
     "HttpResponseStarted",
     "ImageContent",
     "InMemorySpendGate",
+    "InMemoryTokenStore",
     "InitializationFailed",
     "InvalidConfig",
     "InvalidResponse",
@@ -156,8 +159,10 @@ __all__ = [
     "StderrReceived",
     "StdoutClosed",
     "StdoutReceived",
+    "StoredAuthorization",
     "TextContent",
     "TimerFired",
+    "TokenStore",
     "Tool",
     "UnexpectedEvent",
     "UnknownContent",

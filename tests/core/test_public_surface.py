@@ -84,10 +84,12 @@ ERRORS = [
 NAMES = ["normalise_server", "parse_tool_name", "tool_name"]
 VERSIONS = ["LATEST_LEGACY", "LEGACY_VERSIONS", "MODERN_VERSION"]
 SPEND = ["BudgetExhausted", "InMemorySpendGate", "Reservation", "SpendGate"]
+TOKENS = ["InMemoryTokenStore", "StoredAuthorization", "TokenStore"]
 # Also in mcp_core.config; at the top level because the spec names ``mcp_core.load_config``.
 CONFIG = ["InvalidConfig", "LoadedConfig", "load_config"]
 
 SURFACE = [*MACHINE, *EVENTS, *ACTIONS, "Spec", *MODELS, *ERRORS, *NAMES, *VERSIONS, *SPEND]
+SURFACE += TOKENS
 SURFACE += CONFIG
 
 SUBMODULES = {
