@@ -36,6 +36,8 @@ from ._actions import (
 from ._config import InvalidConfig, LoadedConfig, load_config
 from ._eras import LATEST_LEGACY, LEGACY_VERSIONS, MODERN_VERSION
 from ._errors import (
+    AuthorizationFailed,
+    AuthorizationRequired,
     Busy,
     ConnectFailed,
     HttpError,
@@ -103,6 +105,8 @@ __all__ = [
     "AbortHttp",
     "Action",
     "AudioContent",
+    "AuthorizationFailed",
+    "AuthorizationRequired",
     "AwaitReady",
     "BudgetExhausted",
     "Busy",

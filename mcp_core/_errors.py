@@ -11,6 +11,8 @@ and carry the same message, so recorded sessions replay to identical actions.
 from __future__ import annotations
 
 __all__ = [
+    "AuthorizationFailed",
+    "AuthorizationRequired",
     "Busy",
     "ConnectFailed",
     "HttpError",
@@ -199,6 +201,35 @@ class UrlElicitationRequired(JsonRpcError):
         self.rpc_message = message
         self.data = data
         self.elicitations = elicitations
+
+
+class AuthorizationRequired(McpError):
+    """The server needs an OAuth login before it answers (SPEC §11): no usable token is stored
+    and none can be obtained without the user. ``server`` names the server as configured;
+    ``reason`` says in plain words why a login is needed (never a token or a code)."""
+
+    def __init__(self, server: str, reason: str = "it answered HTTP 401") -> None:
+        super().__init__(
+            f"server {server!r} needs authorization ({reason}): run `mcp-client login {server}` "
+            "(or give the client an authorize= callback) and try again"
+        )
+        self.server = server
+        self.reason = reason
+
+
+class AuthorizationFailed(McpError):
+    """The authorization server or the flow refused (SPEC §11): a metadata document that does
+    not match, an authorization response whose ``state`` or ``iss`` is wrong, a token endpoint
+    error. ``error_code`` keeps the OAuth ``error`` code (RFC 6749 §5.2, e.g. ``invalid_grant``)
+    when the server sent one, else ``None``. The message never holds a token, code, verifier,
+    state, client secret or assertion; a server's ``error_description`` appears only as a
+    short excerpt."""
+
+    def __init__(self, error_code: str | None, detail: str) -> None:
+        code = f" (OAuth error {error_code!r})" if error_code else ""
+        super().__init__(f"authorization failed: {detail}{code}")
+        self.error_code = error_code
+        self.detail = detail
 
 
 class InvalidResponse(McpError):

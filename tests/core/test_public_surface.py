@@ -61,6 +61,8 @@ MODELS = [
     "UnknownContent",
 ]
 ERRORS = [
+    "AuthorizationFailed",
+    "AuthorizationRequired",
     "Busy",
     "ConnectFailed",
     "HttpError",
