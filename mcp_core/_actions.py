@@ -12,17 +12,22 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import McpError
+from ._tokens import StoredAuthorization
 
 __all__ = [
     "AbortHttp",
     "Action",
+    "Authorize",
     "CloseStdin",
     "ElicitationComplete",
     "HandleServerRequest",
     "Log",
+    "PrepareAuthorization",
     "ProgressUpdate",
     "Reply",
+    "SaveAuthorization",
     "SettleReservation",
+    "SignAssertion",
     "SignalProcess",
     "Spawn",
     "StartHttp",
@@ -132,6 +137,9 @@ class StartHttp(Action):
     url: str
     headers: tuple[tuple[str, str], ...]
     body: bytes | None = None
+    # The body and the answer hold credentials (a token request, a registration): never log
+    # them; a recording keeps neither (``SessionMachine.is_secret`` says so of its events).
+    secret: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,3 +178,45 @@ class SettleReservation(Action):
 
     ticket: int
     commit: bool
+
+
+# --- authorization (OAuth, HTTP only) -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrepareAuthorization(Action):
+    """An authorization code flow is about to start: get ready for the browser step (bind the
+    loopback redirect listener, or settle on what the ``authorize=`` callback expects) and
+    feed ``AuthorizationPrepared`` with its redirect URI and 48 fresh random bytes."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Authorize(Action):
+    """Let the user authorize: open ``url`` in a browser (or hand it to the ``authorize=``
+    callback) and feed the redirect's query parameters as ``AuthorizationRedirected``, or
+    ``AuthorizationAbandoned``. ``url`` carries the state and the PKCE challenge: never log
+    it."""
+
+    url: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignAssertion(Action):
+    """Sign a ``private_key_jwt`` client assertion (RFC 7523) with the configured key: the
+    claims are ``client_assertion_claims(client_id=..., audience=..., issued_at=<now, UNIX
+    seconds>, jti=<random>)``; feed ``AssertionSigned``, or ``AuthorizationAbandoned`` when
+    the key cannot sign."""
+
+    client_id: str
+    audience: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SaveAuthorization(Action):
+    """Keep ``authorization`` for ``server`` (its canonical URL) in the token store, replacing
+    what was there. Its ``expires_at`` is on the machine's clock (the ``now`` of events): a
+    driver converts it to wall-clock time before storing, and back when it loads a record for
+    the machine. Holds secrets: never log it."""
+
+    server: str
+    authorization: StoredAuthorization

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "AssertionSigned",
+    "AuthorizationAbandoned",
+    "AuthorizationPrepared",
+    "AuthorizationRedirected",
     "AwaitReady",
     "CallTool",
     "CancelCall",
@@ -251,3 +255,45 @@ class ServerRequestAnswered(Event):
     def __post_init__(self) -> None:
         if (self.result is None) == (self.failed is None):
             raise ValueError("give exactly one of result or failed")
+
+
+# --- authorization (OAuth, HTTP only) -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthorizationPrepared(Event):
+    """The answer to ``PrepareAuthorization``: the ``redirect_uri`` the browser step will
+    deliver the authorization response to (the driver's loopback listener, or what its
+    ``authorize=`` callback expects), and fresh random bytes (``ENTROPY_BYTES``, 48, from
+    ``os.urandom``) for the PKCE verifier and the ``state``. Recordings keep neither."""
+
+    redirect_uri: str
+    entropy: bytes
+
+    def __post_init__(self) -> None:
+        if len(self.entropy) != 48:
+            raise ValueError("AuthorizationPrepared.entropy must be 48 random bytes")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthorizationRedirected(Event):
+    """The browser came back: the query parameters of the redirect to ``redirect_uri``
+    (``code``, ``state``, ``iss``, or ``error``). The machine checks them; recordings keep
+    only their names."""
+
+    params: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthorizationAbandoned(Event):
+    """The browser step did not come back: no browser, the listener timed out, the user or
+    the ``authorize=`` callback gave up. ``reason`` is short and holds no secret."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssertionSigned(Event):
+    """The answer to ``SignAssertion``: the signed JWT (RFC 7523). Recordings do not keep it."""
+
+    assertion: str

@@ -71,6 +71,7 @@ class _Stream:
     status: int = 0
     headers: tuple[tuple[str, str], ...] = ()
     body: bytearray | None = None  # a JSON (or error) answer, collected whole, capped
+    message: Mapping[str, Any] | None = None  # a POST's message, to send again if refused
     sse: SseDecoder | None = None
     resumes: int = 0
 
@@ -114,6 +115,8 @@ class HttpTransport:
         self._links = [_Link() for _ in connections]
         self._stream_connections: dict[int, Connection] = {}  # live stream -> its connection
         self._next_stream = 0
+        # ``Bearer <token>`` once the authorization layer has one; sent on every MCP request.
+        self.authorization: str | None = None
 
     # --- what the session asks ---------------------------------------------------------------
 
@@ -146,6 +149,7 @@ class HttpTransport:
             kind="post",
             request_id=request_id,
             carried_session=find_header(headers, "mcp-session-id") is not None,
+            message=message,
         )
         body = encode_message(message)[:-1]
         self._start(connection, stream, "POST", headers, body, link.sse_endpoint)
@@ -218,6 +222,37 @@ class HttpTransport:
         stream = _Stream(kind="sse", request_id=None, carried_session=False)
         self._start(connection, stream, "GET", self._headers(connection, "GET", None))
 
+    # --- what the authorization layer asks ---------------------------------------------------
+
+    @property
+    def last_stream(self) -> int:
+        """The stream number of the request started last."""
+        return self._next_stream
+
+    def new_stream(self) -> int:
+        """A stream number for a request the authorization layer starts itself."""
+        self._next_stream += 1
+        return self._next_stream
+
+    def take(self, stream_id: int) -> tuple[Connection, Mapping[str, Any], int | None, bool] | None:
+        """Hand a POST over whose answer refused it (401): the transport forgets the stream
+        (what the driver still reads of it is dropped as late) and returns its connection,
+        message, request id and whether the handshake waits for it (the initialized POST),
+        for the authorization layer to send again. ``None`` for a stream that is no POST (a
+        GET or DELETE: the transport keeps it), or one it no longer follows."""
+        connection = self._stream_connections.get(stream_id)
+        if connection is None:
+            return None
+        link = self._links[connection.index]
+        stream = link.streams[stream_id]
+        if stream.message is None:
+            return None
+        del self._stream_connections[stream_id], link.streams[stream_id]
+        confirming = link.confirming == stream_id
+        if confirming:
+            link.confirming = None  # sent again, its new stream is the one to wait for
+        return connection, stream.message, stream.request_id, confirming
+
     # --- time --------------------------------------------------------------------------------
 
     def next_deadline(self, best: float | None) -> float | None:
@@ -281,8 +316,11 @@ class HttpTransport:
             version = None  # "not on the initialize POST itself" (2025-06-18 transports)
         else:
             version = connection.handshake.protocol_version
+        user_headers = self._spec.headers
+        if self.authorization is not None:  # never with an Authorization header of the spec's
+            user_headers = {**user_headers, "Authorization": self.authorization}
         return request_headers(
-            user_headers=self._spec.headers,
+            user_headers=user_headers,
             method=method,
             body=message,
             session_id=None if handshake or modern else link.session_id,

@@ -64,6 +64,7 @@ from typing import Any
 from . import _jsonrpc as rpc
 from ._actions import Action, Log, Reply
 from ._admission import Admission
+from ._authorization import AuthEvent, Authorization, OAuthSettings
 from ._calls import Calls
 from ._connection import DISCOVER, Connection, Work
 from ._eras import (
@@ -76,8 +77,13 @@ from ._errors import (
     MessageTooLarge,
     NotReady,
     ServerExited,
+    UnexpectedEvent,
 )
 from ._events import (
+    AssertionSigned,
+    AuthorizationAbandoned,
+    AuthorizationPrepared,
+    AuthorizationRedirected,
     AwaitReady,
     CallTool,
     CancelCall,
@@ -111,6 +117,7 @@ from ._results import (
 from ._server_requests import ELICITATION_MODES, HANDLED_REQUESTS, ServerRequests
 from ._spec import Spec
 from ._stdio_transport import StdioTransport
+from ._tokens import StoredAuthorization
 
 __all__ = [
     "CLOSE_MARGIN",
@@ -158,6 +165,8 @@ class SessionMachine:
         handlers: Iterable[str] = (),
         elicitation_modes: Iterable[str] = ("form",),
         known_era: str | None = None,
+        oauth: OAuthSettings | None = None,
+        authorization: StoredAuthorization | None = None,
     ) -> None:
         """``handlers`` names the server requests the application answers: any of
         'elicitation', 'sampling', 'roots'. They are declared as client capabilities and
@@ -167,7 +176,12 @@ class SessionMachine:
         'form' (the default, declared as ``elicitation: {}``) and/or 'url' (2025-11-25), which
         the handler then gets too (``mode``, ``url``, ``elicitationId``, ``message``). A
         request in another mode gets -32602. ``ValueError`` for an unknown or empty set of
-        modes, or for modes other than form alone without an 'elicitation' handler."""
+        modes, or for modes other than form alone without an 'elicitation' handler.
+
+        ``oauth`` (HTTP only, and not with an ``Authorization`` header in the spec): run the
+        OAuth flow when the server asks for a token (``_authorization.py``), starting from the
+        token store's ``authorization`` for this server if there is one. ``ValueError`` for
+        either misuse."""
         unknown = set(handlers) - set(HANDLED_REQUESTS.values())
         if unknown:
             raise ValueError(
@@ -189,16 +203,27 @@ class SessionMachine:
         self._capabilities = client_capabilities(self.handlers, modes)
         self._asks = ServerRequests(self.handlers, modes, self._out)
         http = spec.transport == "http"
+        if oauth is not None and (not http or "authorization" in map(str.lower, spec.headers)):
+            raise ValueError("oauth= is for url servers without an Authorization header")
         pooled = spec.concurrency == "pooled"
         self._connections = [Connection(index=i) for i in range(spec.pool_size if pooled else 1)]
         self._admission = Admission(
             self._connections, spec.queue_limit, lambda: self.in_flight_cap, self._out
         )
-        self._transport: StdioTransport | HttpTransport = (
-            HttpTransport(spec, self._connections, self, self._out)
-            if http
-            else StdioTransport(spec, self._connections, self, self._out)
-        )
+        self._transport: StdioTransport | HttpTransport | Authorization
+        if not http:
+            self._transport = StdioTransport(spec, self._connections, self, self._out)
+        elif oauth is None:
+            self._transport = HttpTransport(spec, self._connections, self, self._out)
+        else:
+            self._transport = Authorization(
+                spec,
+                HttpTransport(spec, self._connections, self, self._out),
+                self,
+                self._out,
+                oauth,
+                authorization,
+            )
         self._opening = Opening(
             spec,
             self._transport,
@@ -265,6 +290,13 @@ class SessionMachine:
                 if t is not None and (best is None or t < best):
                     best = t
         return self._transport.next_deadline(best)
+
+    def is_secret(self, event: Event) -> bool:
+        """Whether ``event`` carries a credential (an answer of the authorization server's
+        token or registration endpoint): a driver records it with ``secret=True``. Ask before
+        handling the event."""
+        transport = self._transport
+        return isinstance(transport, Authorization) and transport.is_secret(event)  # type: ignore[arg-type]
 
     @property
     def phase(self) -> SessionPhase:
@@ -460,6 +492,11 @@ class SessionMachine:
 
     def _on_transport(self, event: Event) -> None:
         self._transport.handle(event)  # type: ignore[arg-type]
+
+    def _on_authorization(self, event: AuthEvent) -> None:
+        if not isinstance(self._transport, Authorization):
+            raise UnexpectedEvent(self._phase.name, type(event).__name__, " (no OAuth here)")
+        self._transport.handle_auth(event)
 
     def transport_up(self, connection: Connection) -> None:
         """The transport is up (process running, or an HTTP endpoint to talk to): start the
@@ -743,5 +780,9 @@ _DISPATCH: dict[type[Event], Any] = {
     CancelCall: SessionMachine._on_cancel,
     Close: SessionMachine._on_close,
     ServerRequestAnswered: SessionMachine._on_server_request_answered,
+    **dict.fromkeys(
+        (AuthorizationPrepared, AuthorizationRedirected, AuthorizationAbandoned, AssertionSigned),
+        SessionMachine._on_authorization,
+    ),
     TimerFired: SessionMachine._on_timer,
 }

@@ -21,6 +21,7 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any, Protocol
 
 from . import _jsonrpc as rpc
+from ._authorization import Authorization
 from ._connection import DISCOVER, INITIALIZE, Connection, Requests
 from ._eras import (
     MODERN_VERSION,
@@ -64,7 +65,7 @@ class Opening:
     def __init__(
         self,
         spec: Spec,
-        transport: StdioTransport | HttpTransport,
+        transport: StdioTransport | HttpTransport | Authorization,
         capabilities: Mapping[str, Any],
         session: Opener,
         *,
@@ -79,7 +80,7 @@ class Opening:
         # SPEC §5: the verdict is cached per server: its command line, or its origin + path.
         self._era_key = json.dumps(
             ["http", (spec.url or "").split("?")[0].split("#")[0]]
-            if isinstance(transport, HttpTransport)
+            if not isinstance(transport, StdioTransport)
             else [spec.command, *spec.args]
         )
         # Read once: another client of the process writing the shared cache mid-session must
@@ -92,7 +93,7 @@ class Opening:
         """The transport is up (process running, or an HTTP endpoint to talk to): start the
         handshake the era needs."""
         era = self._spec.era if self._spec.era != "auto" else self._known_era
-        if era == "sse" and isinstance(self._transport, HttpTransport):
+        if era == "sse" and not isinstance(self._transport, StdioTransport):
             self._transport.open_sse(connection)
         elif era == "modern":
             self._session.ready(connection, _MODERN)
@@ -108,7 +109,7 @@ class Opening:
             # the connect budget; on stdio a silent legacy server is the reason for the timeout.
             probe_wait = (
                 max(self._spec.probe_timeout, self._spec.init_timeout / 2)
-                if isinstance(self._transport, HttpTransport)
+                if not isinstance(self._transport, StdioTransport)
                 else self._spec.probe_timeout
             )
             connection.probe_deadline = self._session.now + probe_wait

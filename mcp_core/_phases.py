@@ -30,6 +30,10 @@ from collections.abc import Mapping
 
 from ._errors import UnexpectedEvent
 from ._events import (
+    AssertionSigned,
+    AuthorizationAbandoned,
+    AuthorizationPrepared,
+    AuthorizationRedirected,
     AwaitReady,
     CallTool,
     CancelCall,
@@ -53,13 +57,17 @@ from ._events import (
 )
 
 __all__ = [
+    "AUTH_TABLE",
     "CONNECTION_TABLE",
     "SESSION_TABLE",
     "STOP_TABLE",
+    "AuthPhase",
+    "AuthStep",
     "Phase",
     "SessionPhase",
     "Step",
     "StopStage",
+    "auth_step",
     "connection_step",
     "render_tables",
     "session_step",
@@ -129,6 +137,10 @@ _TRANSPORT = (
     HttpBodyReceived,
     HttpResponseEnded,
     HttpFailed,
+    AuthorizationPrepared,
+    AuthorizationRedirected,
+    AuthorizationAbandoned,
+    AssertionSigned,
 )
 
 SESSION_TABLE: Mapping[tuple[SessionPhase, type[Event]], SessionPhase] = {
@@ -224,6 +236,82 @@ def stop_step(stage: StopStage, step: type[Event] | Step) -> StopStage:
     return STOP_TABLE[stage, step]
 
 
+# --- authorization (OAuth, HTTP only) -----------------------------------------------------------
+
+
+class AuthPhase(enum.Enum):
+    """Where the authorization layer is (``_authorization.py``)."""
+
+    UNAUTHORIZED = "unauthorized"  # no token: requests go out without one
+    AUTHORIZED = "authorized"  # requests carry the token
+    DISCOVERING_RESOURCE = "discovering the protected resource"  # RFC 9728
+    DISCOVERING_SERVER = "discovering the authorization server"  # RFC 8414 / OIDC
+    REGISTERING = "registering"  # RFC 7591
+    PREPARING = "preparing the browser step"  # PrepareAuthorization sent
+    AUTHORIZING = "authorizing"  # Authorize sent: the user is at the browser
+    SIGNING = "signing a client assertion"  # SignAssertion sent
+    EXCHANGING = "exchanging"  # a token request is in flight
+    REFRESHING = "refreshing"  # a refresh token request is in flight
+    REFUSED = "refused"  # no token can be had: every request fails with the reason
+
+
+class AuthStep(enum.Enum):
+    """What the authorization layer starts or learns."""
+
+    DISCOVER = "protected resource metadata asked for"
+    DISCOVER_SERVER = "authorization server metadata asked for"
+    REGISTER = "registration sent"
+    PREPARE = "PrepareAuthorization sent"
+    AUTHORIZE = "Authorize sent"
+    SIGN = "SignAssertion sent"
+    EXCHANGE = "token request sent"
+    REFRESH = "refresh token request sent"
+    TOKEN = "token received"
+    REFUSE = "refused"
+
+
+_STARTS = (AuthPhase.UNAUTHORIZED, AuthPhase.AUTHORIZED)  # where a challenge starts a flow
+# From where a client identity is in hand, the grant begins.
+_GRANTS = {
+    AuthStep.PREPARE: AuthPhase.PREPARING,
+    AuthStep.SIGN: AuthPhase.SIGNING,
+    AuthStep.EXCHANGE: AuthPhase.EXCHANGING,
+    AuthStep.REFRESH: AuthPhase.REFRESHING,
+}
+
+AUTH_TABLE: Mapping[tuple[AuthPhase, AuthStep], AuthPhase] = {
+    # A 401 (or 403 insufficient_scope): discover, or go on with what is known.
+    **{(phase, AuthStep.DISCOVER): AuthPhase.DISCOVERING_RESOURCE for phase in _STARTS},
+    **{(phase, AuthStep.REGISTER): AuthPhase.REGISTERING for phase in _STARTS},
+    **{(phase, step): after for phase in _STARTS for step, after in _GRANTS.items()},
+    (AuthPhase.DISCOVERING_RESOURCE, AuthStep.DISCOVER_SERVER): AuthPhase.DISCOVERING_SERVER,
+    (AuthPhase.DISCOVERING_SERVER, AuthStep.REGISTER): AuthPhase.REGISTERING,
+    **{(AuthPhase.DISCOVERING_SERVER, step): after for step, after in _GRANTS.items()},
+    # Registration needs the redirect URI of the browser step (authorization code) or not.
+    (AuthPhase.PREPARING, AuthStep.REGISTER): AuthPhase.REGISTERING,
+    (AuthPhase.REGISTERING, AuthStep.AUTHORIZE): AuthPhase.AUTHORIZING,
+    (AuthPhase.REGISTERING, AuthStep.SIGN): AuthPhase.SIGNING,
+    (AuthPhase.REGISTERING, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,
+    (AuthPhase.PREPARING, AuthStep.AUTHORIZE): AuthPhase.AUTHORIZING,
+    (AuthPhase.AUTHORIZING, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,
+    (AuthPhase.SIGNING, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,
+    (AuthPhase.EXCHANGING, AuthStep.TOKEN): AuthPhase.AUTHORIZED,
+    (AuthPhase.REFRESHING, AuthStep.TOKEN): AuthPhase.AUTHORIZED,
+    # A refresh token that no longer works: authorize from the start.
+    (AuthPhase.REFRESHING, AuthStep.PREPARE): AuthPhase.PREPARING,
+    (AuthPhase.REFRESHING, AuthStep.SIGN): AuthPhase.SIGNING,
+    (AuthPhase.REFRESHING, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,
+    (AuthPhase.REFRESHING, AuthStep.REGISTER): AuthPhase.REGISTERING,
+    **{(phase, AuthStep.REFUSE): AuthPhase.REFUSED for phase in AuthPhase},
+}
+
+
+def auth_step(phase: AuthPhase, step: AuthStep) -> AuthPhase:
+    """The authorization layer's next phase. The layer takes only steps its own state allows,
+    so a missing pair is a bug there (``KeyError``)."""
+    return AUTH_TABLE[phase, step]
+
+
 # --- drawing -----------------------------------------------------------------------------------
 
 
@@ -266,6 +354,17 @@ def render_tables() -> str:
     lines += [
         f"| {phase.name} | {_name(step)} | {after.name} |"
         for (phase, step), after in CONNECTION_TABLE.items()
+    ]
+    lines += [
+        "",
+        "## Authorization (OAuth, HTTP only)",
+        "",
+        "| phase | step | next phase |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {phase.name} | {step.value} | {after.name} |"
+        for (phase, step), after in AUTH_TABLE.items()
     ]
     lines += [
         "",

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from . import _events
 from ._actions import Action
 from ._errors import McpError
-from ._events import Event
+from ._events import AuthorizationRedirected, Event
 from ._spec import REDACTED, Spec, redact_url
 
 __all__ = [
@@ -132,13 +132,25 @@ def _event_classes() -> dict[str, tuple[type[Event], dict[str, Any]]]:
 # --- events ------------------------------------------------------------------------------------
 
 
-def encode_event(event: Event) -> dict[str, object]:
-    """``{"event": ClassName, "now": ..., <fields>...}`` for one event."""
+def encode_event(event: Event, *, secret: bool = False) -> dict[str, object]:
+    """``{"event": ClassName, "now": ..., <fields>...}`` for one event.
+
+    Credentials never reach a recording: secret header values, the random bytes of the
+    authorization step (kept as zeros of the same length), the values of an authorization
+    response's parameters and signed assertions are replaced; with ``secret`` (an answer of
+    the authorization server: ``SessionMachine.is_secret``) so is a body chunk. A replay of a
+    session that authorized therefore stops matching at the authorization response."""
     out: dict[str, object] = {"event": type(event).__name__}
     for f in dataclasses.fields(event):
         value = getattr(event, f.name)
         if f.name == "headers":
             value = _redact_header_pairs(value)
+        elif f.name == "entropy":
+            value = bytes(len(value))
+        elif f.name == "params" and isinstance(event, AuthorizationRedirected):
+            value = dict.fromkeys(value, REDACTED)
+        elif f.name == "assertion" or (f.name == "data" and secret):
+            value = REDACTED
         out[f.name] = _to_json(value)
     return out
 
@@ -178,14 +190,18 @@ def decode_event(data: Mapping[str, object]) -> Event:
 # --- actions -----------------------------------------------------------------------------------
 
 
-def _redact_field(name: str, value: object) -> object:
+def _redact_field(name: str, value: object, secret: bool = False) -> object:
     # Values an action copies out of the spec (SPEC §4: no secret reaches a replay file).
     if name == "argv" and isinstance(value, (list, tuple)) and value:
         return [_to_json(value[0]), *([REDACTED] * (len(value) - 1))]
     if name in ("env", "headers") and isinstance(value, Mapping):
         return {str(k): REDACTED for k in value}
+    if name == "headers" and isinstance(value, tuple):  # a request's: credentials by name
+        return _redact_header_pairs(value)
     if name == "url" and isinstance(value, str):
         return redact_url(value)
+    if name == "authorization" or (name == "body" and secret):
+        return REDACTED
     return _to_json(value)
 
 
@@ -194,11 +210,13 @@ def encode_action(action: Action) -> dict[str, object]:
 
     Errors become ``{"error": ClassName, "message": ...}``; dataclass values (``Status``,
     ``Tool``, ``CallToolResult``, content blocks) become ``{"class": ClassName, <fields>}``;
-    bytes are encoded as for events. Secrets copied from the spec are redacted (see above).
+    bytes are encoded as for events. Secrets copied from the spec are redacted (see above), and
+    so are a ``SaveAuthorization``'s record and a ``secret`` request's body.
     """
     out: dict[str, object] = {"action": type(action).__name__}
+    secret = getattr(action, "secret", False) is True
     for f in dataclasses.fields(action):
-        out[f.name] = _redact_field(f.name, getattr(action, f.name))
+        out[f.name] = _redact_field(f.name, getattr(action, f.name), secret)
     return out
 
 
@@ -240,9 +258,9 @@ class Recorder:
             header["known_era"] = known_era
         write(_line(header))
 
-    def record(self, event: Event) -> None:
-        """Write ``event`` as one line."""
-        self._write(_line(encode_event(event)))
+    def record(self, event: Event, *, secret: bool = False) -> None:
+        """Write ``event`` as one line (``secret``: see ``encode_event``)."""
+        self._write(_line(encode_event(event, secret=secret)))
 
 
 def read_recording(lines: Iterable[str]) -> tuple[Spec, list[Event]]:

@@ -3,9 +3,12 @@ connection and a stopping process go through, and what moves them (``docs/states
 ``render_tables()``). ``SessionMachine.phase`` and ``.phases`` say where a machine is."""
 
 from ._phases import (
+    AUTH_TABLE,
     CONNECTION_TABLE,
     SESSION_TABLE,
     STOP_TABLE,
+    AuthPhase,
+    AuthStep,
     Phase,
     SessionPhase,
     Step,
@@ -14,9 +17,12 @@ from ._phases import (
 )
 
 __all__ = [
+    "AUTH_TABLE",
     "CONNECTION_TABLE",
     "SESSION_TABLE",
     "STOP_TABLE",
+    "AuthPhase",
+    "AuthStep",
     "Phase",
     "SessionPhase",
     "Step",

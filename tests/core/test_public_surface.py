@@ -11,8 +11,12 @@ import pytest
 
 import mcp_core
 
-MACHINE = ["HANDLED_REQUESTS", "SessionMachine"]
+MACHINE = ["HANDLED_REQUESTS", "OAuthSettings", "SessionMachine"]
 EVENTS = [
+    "AssertionSigned",
+    "AuthorizationAbandoned",
+    "AuthorizationPrepared",
+    "AuthorizationRedirected",
     "AwaitReady",
     "CallTool",
     "CancelCall",
@@ -37,6 +41,10 @@ EVENTS = [
 ACTIONS = [
     "AbortHttp",
     "Action",
+    "Authorize",
+    "PrepareAuthorization",
+    "SaveAuthorization",
+    "SignAssertion",
     "CloseStdin",
     "ElicitationComplete",
     "HandleServerRequest",
@@ -115,9 +123,12 @@ SUBMODULES = {
     ],
     "mcp_core.driver": ["INHERITED_ENV", "inherit_environment", "reservation_facts"],
     "mcp_core.states": [
+        "AUTH_TABLE",
         "CONNECTION_TABLE",
         "SESSION_TABLE",
         "STOP_TABLE",
+        "AuthPhase",
+        "AuthStep",
         "Phase",
         "SessionPhase",
         "Step",

@@ -66,8 +66,26 @@ EVENTS: list[core.Event] = [
 ]
 
 
+# Recorded redacted, so they come back changed (and still valid: the entropy as zeros).
+REDACTED_EVENTS: list[core.Event] = [
+    core.AuthorizationPrepared(now=1.0, redirect_uri="http://127.0.0.1:1/cb", entropy=b"k" * 48),
+    core.AuthorizationRedirected(now=1.0, params={"code": "c0de", "state": "st8"}),
+    core.AuthorizationAbandoned(now=1.0, reason="no browser"),
+    core.AssertionSigned(now=1.0, assertion="a.b.c"),
+]
+
+
 def test_every_event_class_has_a_sample() -> None:
-    assert {type(e).__name__ for e in EVENTS} == set(_event_classes())
+    samples = {type(e).__name__ for e in [*EVENTS, *REDACTED_EVENTS]}
+    assert samples == set(_event_classes())
+
+
+@pytest.mark.parametrize("event", REDACTED_EVENTS, ids=lambda e: type(e).__name__)
+def test_authorization_secrets_are_recorded_redacted(event: core.Event) -> None:
+    line = json.dumps(encode_event(event))
+    for secret in ("kkkk", "c0de", "st8", "a.b.c"):
+        assert secret not in line
+    decode_event(json.loads(line))  # still a valid event
 
 
 @pytest.mark.parametrize("event", EVENTS, ids=lambda e: type(e).__name__)
