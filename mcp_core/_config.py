@@ -101,7 +101,7 @@ def load_config(
     ignored with a note. Every other top-level key (VS Code's ``"inputs"``, Claude Desktop's
     settings) is ignored. Each entry takes every ``Spec`` field (``command``, ``args``,
     ``env``, ``cwd``, ``url``, ``headers``, ``concurrency``, ``pool_size``, ``queue_limit``,
-    ``call_timeout``, ``era``, ``fail_fast``, ``prices``, ...) and ``type`` (``"stdio"``,
+    ``call_timeout``, ``era``, ``fail_fast``, ``prices``, ``oauth``, ...) and ``type`` (``"stdio"``,
     ``"http"``, ``"streamable-http"`` or ``"sse"``), which is only checked against
     ``command``/``url``. The entry's key is the spec's name (an inner ``"name"`` must match
     it) and must keep a letter or digit for namespaced tool names (SPEC §12). ``cwd`` and a
@@ -114,7 +114,8 @@ def load_config(
     skips the entry (``InvalidSpec`` names the key and suggests the closest field).
 
     ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` in ``command``, ``args``, ``env`` values,
-    ``cwd``, ``url`` and ``headers`` values are expanded from ``environ`` only when
+    ``cwd``, ``url``, ``headers`` values and ``oauth`` strings (a ``client_secret`` kept out of
+    the file) are expanded from ``environ`` only when
     ``expand_env=True``; otherwise they stay literal text. ``:-`` takes the default when the
     variable is unset or empty, as in a shell. An undefined variable, or a reference of
     another kind (VS Code's ``${input:...}``), skips that entry with a reason naming the
@@ -312,7 +313,7 @@ def _expand_entry(entry: dict[str, Any], environ: Mapping[str, str]) -> None:
             _expand(arg, environ, f"args[{i}]") if isinstance(arg, str) else arg
             for i, arg in enumerate(args)
         ]
-    for key in ("env", "headers"):
+    for key in ("env", "headers", "oauth"):
         table = entry.get(key)
         if isinstance(table, dict):
             entry[key] = {

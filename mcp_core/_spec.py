@@ -24,10 +24,33 @@ from urllib.parse import urlsplit
 
 from ._errors import InvalidSpec
 
-__all__ = ["REDACTED", "Concurrency", "Era", "Spec", "redact_mapping", "redact_url"]
+__all__ = [
+    "OAUTH_KEYS",
+    "REDACTED",
+    "Concurrency",
+    "Era",
+    "OAuthGrant",
+    "Spec",
+    "redact_mapping",
+    "redact_url",
+]
 
 Concurrency = Literal["stateless", "pooled", "serialized"]
 Era = Literal["auto", "legacy", "modern"]
+OAuthGrant = Literal["authorization_code", "client_credentials"]
+# What a spec's ``oauth`` mapping may hold (SPEC §11: what ``.mcp.json`` can say about a
+# server's OAuth client), in the order messages list them.
+OAUTH_KEYS = (
+    "enabled",
+    "client_id",
+    "client_secret",
+    "scope",
+    "grant",
+    "redirect_port",
+    "client_metadata_url",
+    "key_file",
+)
+_OAUTH_TEXT = ("client_id", "client_secret", "scope", "client_metadata_url", "key_file")
 
 REDACTED = "[redacted]"
 # Userinfo sits in the URL authority, where "[" and "]" mean an IPv6 literal: urllib refuses
@@ -73,6 +96,16 @@ def _empty() -> Mapping[str, Any]:
 class Spec:
     """One MCP server: either a ``command`` to spawn (stdio) or a ``url`` (HTTP).
 
+    ``oauth`` (HTTP only) configures the OAuth client (SPEC §11): ``client_id`` and
+    ``client_secret`` of a pre-registered client, ``scope`` to ask for instead of the one the
+    server suggests, ``grant`` (``authorization_code``, a person in a browser, or
+    ``client_credentials``, a machine), ``redirect_port`` of the loopback redirect listener
+    (0, the default: any free port), ``client_metadata_url`` (a Client ID Metadata Document),
+    ``key_file`` (a PEM private key that signs ``private_key_jwt`` assertions, for
+    ``client_credentials``) and ``enabled``: OAuth runs for every URL server without an
+    ``Authorization`` header unless ``enabled`` is false, in which case a 401 is a permanent
+    connect failure. ``client_secret`` is redacted wherever a spec is shown.
+
     Construction validates every field and raises ``InvalidSpec`` (with the spec redacted in
     the message) on the first problem found. ``args`` may be given as a list and is stored as
     a tuple; ``env``, ``headers`` and ``prices`` are stored as read-only copies, so a spec
@@ -101,6 +134,7 @@ class Spec:
     probe_timeout: float = 2.0
     shutdown_grace: float = 2.0
     jitter_seed: int = 0
+    oauth: Mapping[str, Any] = field(default_factory=_empty)
 
     def __post_init__(self) -> None:
         try:
@@ -140,6 +174,7 @@ class Spec:
                         f"{name!r} only applies to 'command' servers; remove it",
                     )
             _check_url(self.url)
+        self._set("oauth", _check_oauth(self.oauth, self.url is not None, self.headers))
         self._check_numbers()
         _check_choice(self.concurrency, "concurrency", Concurrency, allow_none=True)
         _check_choice(self.era, "era", Era)
@@ -219,6 +254,16 @@ class Spec:
                 return spec
             spec = spec._user_fields()
         return cls.from_mapping({**(spec or {}), **more})
+
+    @property
+    def oauth_enabled(self) -> bool:
+        """Whether a driver runs OAuth for this server: a ``url`` spec without an
+        ``Authorization`` header whose ``oauth`` does not say ``enabled: false``."""
+        return (
+            self.url is not None
+            and not _has_authorization(self.headers)
+            and self.oauth.get("enabled", True) is True
+        )
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -310,6 +355,8 @@ def redact_mapping(mapping: Mapping[str, object]) -> dict[str, object]:
             out[key] = [REDACTED] * len(value) if isinstance(value, (list, tuple)) else REDACTED
         elif key == "url":
             out[key] = redact_url(value) if isinstance(value, str) else REDACTED
+        elif key == "oauth" and isinstance(value, Mapping):
+            out[key] = {str(k): _redact_oauth(k, v) for k, v in value.items()}
         elif key == "prices" and isinstance(value, Mapping):
             out[key] = {str(k): v if _is_scalar(v) else REDACTED for k, v in value.items()}
         elif key in _PLAIN_FIELDS and isinstance(value, (str, int, float, bool)):
@@ -326,6 +373,16 @@ def _redact_names(value: object, pattern: re.Pattern[str]) -> object:
         (k if isinstance(k, str) and pattern.fullmatch(k) else f"[invalid name #{i}]"): REDACTED
         for i, k in enumerate(value)
     }
+
+
+def _redact_oauth(key: object, value: object) -> object:
+    # The secret, and whatever sits under a key this client does not know (a misspelt
+    # "client_secert" holds a secret just the same), are never shown.
+    if value is None:
+        return None
+    if key == "client_secret" or key not in OAUTH_KEYS or not _is_scalar(value):
+        return REDACTED
+    return redact_url(value) if key == "client_metadata_url" and isinstance(value, str) else value
 
 
 def _is_scalar(value: object) -> bool:
@@ -464,4 +521,75 @@ def _check_prices(value: object) -> Mapping[str, int]:
         if not _is_int(price) or price <= 0:
             got = _show_number(price)
             raise _Problem(f"prices[{tool!r}] must be a positive integer, got {got}")
+    return MappingProxyType(dict(value))
+
+
+def _has_authorization(headers: Mapping[str, str]) -> bool:
+    return any(name.lower() == "authorization" for name in headers)
+
+
+def _check_oauth(value: object, http: bool, headers: Mapping[str, str]) -> Mapping[str, Any]:
+    """The ``oauth`` mapping, checked (SPEC §11); the secret is never quoted."""
+    if not isinstance(value, Mapping):
+        raise _Problem(f"'oauth' must be a mapping, got {_kind(value)}")
+    for key in value:
+        if key not in OAUTH_KEYS:
+            close = difflib.get_close_matches(key, OAUTH_KEYS, n=1) if isinstance(key, str) else []
+            hint = (
+                f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(OAUTH_KEYS)}"
+            )
+            raise _Problem(f"unknown key {_show_key(key)} in 'oauth'", hint)
+    if not value:
+        return MappingProxyType({})
+    if not http:
+        raise _Problem(
+            "'oauth' is set for a stdio server",
+            "OAuth only applies to 'url' servers; remove it",
+        )
+    enabled = value.get("enabled", True)
+    if type(enabled) is not bool:
+        raise _Problem(f"oauth['enabled'] must be true or false, got {_kind(enabled)}")
+    if enabled and _has_authorization(headers):
+        raise _Problem(
+            "'oauth' is set but 'headers' sends an Authorization header of its own",
+            "keep the header (a static token) or 'oauth', not both; or set oauth['enabled'] "
+            "to false",
+        )
+    for name in _OAUTH_TEXT:
+        text = value.get(name)
+        if text is not None and (not isinstance(text, str) or not text.strip() or "\x00" in text):
+            got = _kind(text) if not isinstance(text, str) else "an empty string or a NUL"
+            raise _Problem(f"oauth[{name!r}] must be a non-empty string, got {got}")
+    grant = value.get("grant", "authorization_code")
+    if grant not in get_args(OAuthGrant):
+        shown = repr(grant) if isinstance(grant, str) and len(grant) <= 32 else _kind(grant)
+        raise _Problem(
+            f"oauth['grant'] must be one of {', '.join(get_args(OAuthGrant))}, got {shown}"
+        )
+    port = value.get("redirect_port", 0)
+    if not _is_int(port) or not 0 <= port <= 65535:
+        raise _Problem(
+            f"oauth['redirect_port'] must be an integer from 0 to 65535, got {_show_number(port)}",
+            "0 (the default) lets the listener take any free port",
+        )
+    if value.get("client_secret") is not None and value.get("client_id") is None:
+        raise _Problem(
+            "oauth['client_secret'] is set without oauth['client_id']",
+            "give the client_id the authorization server issued with the secret",
+        )
+    if value.get("key_file") is not None and grant != "client_credentials":
+        raise _Problem(
+            "oauth['key_file'] is set but the grant is not 'client_credentials'",
+            "private_key_jwt signs client_credentials requests: set oauth['grant'] to "
+            "'client_credentials', or remove 'key_file'",
+        )
+    metadata_url = value.get("client_metadata_url")
+    if metadata_url is not None:
+        from ._oauth_clients import is_client_id_metadata_url  # it imports this module
+
+        if not is_client_id_metadata_url(metadata_url):
+            raise _Problem(
+                "oauth['client_metadata_url'] is not a Client ID Metadata Document URL",
+                "it must be https with a path, no fragment and no user name or password",
+            )
     return MappingProxyType(dict(value))

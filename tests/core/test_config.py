@@ -297,9 +297,14 @@ def test_expansion_reaches_every_field_that_may_hold_a_reference() -> None:
             "headers": {"Authorization": "Bearer ${env:TOKEN}"},
             "era": "${HOME}",  # not a field that expands: stays literal, and Spec refuses it
         },
+        "login": {
+            "url": "https://h/mcp",
+            "oauth": {"client_id": "app", "client_secret": "${TOKEN}", "redirect_port": 80},
+        },
     }
     loaded = load({"mcpServers": table}, expand_env=True, environ=ENVIRON)
     assert list(loaded.skipped) == ["fs", "web"]  # args[2] and env['N'] are not strings
+    assert loaded.servers["login"].oauth["client_secret"] == SECRET
     assert "args[2] must be a string" in loaded.skipped["fs"]
     assert "'${HOME}'" in loaded.skipped["web"]
     table["fs"]["args"].pop()

@@ -68,6 +68,12 @@ ACCEPTED: list[dict[str, Any]] = [
     {**STDIO, "era": "modern", "fail_fast": True, "prices": {"buy": 3}},
     {**STDIO, "call_timeout": 1, "max_call_timeout": 1, "reconnect": 0.5, "max_backoff": 0.5},
     {**STDIO, "jitter_seed": -7, "max_message_bytes": 1, "probe_timeout": 0.1},
+    {**HTTP, "oauth": {}},
+    {**HTTP, "oauth": {"client_id": "app", "client_secret": "x", "scope": "read write"}},
+    {**HTTP, "oauth": {"grant": "client_credentials", "key_file": "/k.pem", "client_id": "a"}},
+    {**HTTP, "oauth": {"redirect_port": 8765, "client_metadata_url": "https://app.example/c"}},
+    {**HTTP, "oauth": {"enabled": False}, "headers": {"Authorization": "Bearer x"}},
+    {**HTTP, "oauth": {"client_secret": None, "key_file": None, "redirect_port": 0}},
 ]
 
 
@@ -140,6 +146,30 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     ({**STDIO, "prices": {"t": 0}}, "prices['t'] must be a positive integer, got 0"),
     ({**STDIO, "prices": {"t": True}}, "prices['t'] must be a positive integer, got bool"),
     ({**STDIO, "prices": {"t": 1.5}}, "prices['t'] must be a positive integer, got 1.5"),
+    ({**HTTP, "oauth": "client"}, "'oauth' must be a mapping, got str"),
+    ({**HTTP, "oauth": {"client_secert": "x"}}, "unknown key 'client_secert' in 'oauth'"),
+    ({**HTTP, "oauth": {"client_secert": "x"}}, "did you mean 'client_secret'?"),
+    ({**HTTP, "oauth": {"zzzzzz": 1}}, "known keys: enabled, client_id"),
+    ({**HTTP, "oauth": {3: 1}}, "unknown key of type int in 'oauth'"),
+    ({**STDIO, "oauth": {"client_id": "a"}}, "'oauth' is set for a stdio server"),
+    ({**HTTP, "oauth": {"enabled": "no"}}, "oauth['enabled'] must be true or false, got str"),
+    (
+        {**HTTP, "oauth": {"scope": "r"}, "headers": {"authorization": "Bearer x"}},
+        "'headers' sends an Authorization header of its own",
+    ),
+    ({**HTTP, "oauth": {"client_id": ""}}, "oauth['client_id'] must be a non-empty string"),
+    ({**HTTP, "oauth": {"scope": 5}}, "oauth['scope'] must be a non-empty string, got int"),
+    ({**HTTP, "oauth": {"key_file": "a\0"}}, "oauth['key_file'] must be a non-empty string"),
+    ({**HTTP, "oauth": {"grant": "password"}}, "oauth['grant'] must be one of"),
+    ({**HTTP, "oauth": {"grant": ["x"]}}, "authorization_code, client_credentials, got list"),
+    ({**HTTP, "oauth": {"redirect_port": 70000}}, "oauth['redirect_port'] must be an integer"),
+    ({**HTTP, "oauth": {"redirect_port": True}}, "from 0 to 65535, got bool"),
+    ({**HTTP, "oauth": {"client_secret": "x"}}, "is set without oauth['client_id']"),
+    ({**HTTP, "oauth": {"key_file": "/k.pem"}}, "the grant is not 'client_credentials'"),
+    (
+        {**HTTP, "oauth": {"client_metadata_url": "http://app.example/c"}},
+        "not a Client ID Metadata Document URL",
+    ),
 ]
 
 
@@ -183,6 +213,13 @@ SECRET_PLACES: list[dict[str, Any]] = [
     {"header": {"Authorization": SECRET}},  # a misspelt field
     {"prices": {"t": {SECRET: 1}}},
     {"cwd": [SECRET]},
+    {"oauth": {"client_id": "app", "client_secret": SECRET}},
+    {"oauth": {"client_secret": SECRET}},  # refused: no client_id
+    {"oauth": {"client_secert": SECRET}},  # a misspelt key
+    {"oauth": {"client_id": "app", "client_secret": [SECRET]}},
+    {"oauth": {"client_id": "app", "client_secret": SECRET, "grant": "password"}},
+    {"oauth": {"client_metadata_url": f"https://app.example/c?k={SECRET}"}},
+    {"oauth": SECRET},
 ]
 
 
@@ -307,3 +344,26 @@ def test_header_values_must_fit_in_an_http_header() -> None:
         Spec(name="h", url="https://h/mcp", headers={"Authorization": "Bearer s3cr3t-€"})
     assert "cannot carry" in str(info.value) and "s3cr3t" not in str(info.value)
     assert Spec(name="h", url="https://h/mcp", headers={"X": "caf\u00e9"}).headers["X"] == "café"
+
+
+def test_oauth_is_on_for_url_servers_without_an_authorization_header() -> None:
+    assert Spec.from_mapping(HTTP).oauth_enabled
+    assert Spec.from_mapping({**HTTP, "oauth": {"scope": "read"}}).oauth_enabled
+    assert not Spec.from_mapping({**HTTP, "oauth": {"enabled": False}}).oauth_enabled
+    assert not Spec.from_mapping({**HTTP, "headers": {"AUTHORIZATION": "Bearer x"}}).oauth_enabled
+    assert not Spec.from_mapping(STDIO).oauth_enabled
+
+
+def test_the_oauth_client_secret_is_redacted_and_the_rest_kept() -> None:
+    oauth = {"client_id": "app", "client_secret": SECRET, "scope": "read", "redirect_port": 9}
+    spec = Spec.from_mapping({**HTTP, "oauth": oauth})
+    assert isinstance(spec.oauth, MappingProxyType) and spec.oauth["client_secret"] == SECRET
+    shown = {**oauth, "client_secret": "[redacted]"}
+    assert spec.redacted(include_defaults=False)["oauth"] == shown
+    assert SECRET not in repr(spec) and "client_id': 'app'" in repr(spec)
+    again = Spec.from_mapping(spec.redacted())
+    assert again.oauth == shown
+    assert hash(spec) == hash(Spec.from_mapping({**HTTP, "oauth": dict(oauth)}))
+    assert redact_mapping({"oauth": {"key_file": ["x"], "enabled": None}}) == {
+        "oauth": {"key_file": "[redacted]", "enabled": None}
+    }
