@@ -14,6 +14,9 @@ machinery.
 - ``_mcp_io.client``: what both ``Client`` and ``ClientGroup`` implementations run the same
   way around the application's code (reservations, progress callbacks, the spawn failure's
   wording, the group's keywords and log).
+- ``_mcp_io.oauth``: the driver's side of OAuth (the browser step, signing a client
+  assertion, the token store on the wall clock); ``_mcp_io.redirect`` and ``_mcp_io.tokens``
+  are its loopback redirect listener and the command's token file.
 
 Named for what it holds (I/O for MCP), with a leading underscore: nothing here is public API.
 """

@@ -6,7 +6,14 @@ waits until it is ready, and stops it (no process left behind) when the block en
 
 from __future__ import annotations
 
-from ._client import Client, CompletionCallback, Handler, ProgressCallback
+from ._client import AuthorizeCallback, Client, CompletionCallback, Handler, ProgressCallback
 from ._group import ClientGroup
 
-__all__ = ["Client", "ClientGroup", "CompletionCallback", "Handler", "ProgressCallback"]
+__all__ = [
+    "AuthorizeCallback",
+    "Client",
+    "ClientGroup",
+    "CompletionCallback",
+    "Handler",
+    "ProgressCallback",
+]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
 import itertools
 import logging
@@ -25,15 +26,18 @@ from types import TracebackType
 from typing import IO, Any, cast
 
 import anyio
+import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 
 from _mcp_io.client import ProgressCallback as ProgressCallback
 from _mcp_io.client import Reservations, report, settle
+from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
 from _mcp_io.otel import end_call_span, start_call_span
 from mcp_core import (
     HANDLED_REQUESTS,
     AbortHttp,
     Action,
+    Authorize,
     AwaitReady,
     CallTool,
     CallToolResult,
@@ -47,18 +51,22 @@ from mcp_core import (
     ListTools,
     Log,
     NotReady,
+    PrepareAuthorization,
     ProgressUpdate,
     Reply,
     Reservation,
+    SaveAuthorization,
     ServerRequestAnswered,
     SessionMachine,
     SettleReservation,
     SignalProcess,
+    SignAssertion,
     Spawn,
     Spec,
     StartHttp,
     Status,
     TimerFired,
+    TokenStore,
     Tool,
     WriteStdin,
 )
@@ -133,11 +141,28 @@ class Client:
         elicitation_complete: CompletionCallback | None = None,
         sampling: Handler | None = None,
         roots: Handler | None = None,
+        authorize: AuthorizeCallback | None = None,
+        token_store: TokenStore | None = None,
+        interactive: bool = True,
         **fields: Any,
     ) -> None:
         """Raises ``InvalidSpec`` for a refused spec, ``ValueError`` for impossible
         ``elicitation_modes``; nothing is started. See ``Handler`` and
-        ``CompletionCallback`` for the handlers."""
+        ``CompletionCallback`` for the handlers.
+
+        OAuth (SPEC §11; a ``url`` server without an ``Authorization`` header, unless the
+        spec's ``oauth`` says ``enabled: false``): when the server answers 401 the client
+        discovers its authorization server, registers if it must, and gets a token, then
+        sends the request again. ``token_store`` keeps logins (``mcp_core.TokenStore``; by
+        default an ``InMemoryTokenStore`` of this client's own): its record for the server is
+        read here (a store that raises, such as a corrupt token file, raises here) and used
+        without any flow while it lasts. The browser step opens the user's browser and
+        receives the redirect on a one-shot listener on 127.0.0.1 (the spec's
+        ``oauth.redirect_port``, else any port) for up to 5 minutes, in a worker thread that
+        ``stop()`` ends; ``authorize=`` replaces it (see ``AuthorizeCallback``).
+        ``interactive=False``: no browser step at all, a flow that needs one fails with
+        ``AuthorizationRequired``. Leave room for the user in ``init_timeout``: ``async with
+        Client(...)`` waits that long for readiness."""
         self._spec = Spec.build(spec, **fields)
         self._wait = wait
         self._record = record
@@ -149,12 +174,16 @@ class Client:
             "roots/list": roots,
         }
         self._handlers: dict[str, Handler] = {m: h for m, h in given.items() if h is not None}
+        self._tokens = TokenKeeper(token_store, _now, _log)
         self._machine = SessionMachine(
             self._spec,
             era_cache=_ERA_CACHE,
             handlers=[HANDLED_REQUESTS[method] for method in self._handlers],
             elicitation_modes=elicitation_modes,
+            **self._tokens.machine_keywords(self._spec, interactive=interactive),
         )
+        self._authorize = authorize
+        self._browser = BrowserStep(self._spec, authorize, _now)
         self._phase = "new"  # -> "running" -> "stopping" -> "stopped": a client runs once
         self._stack: AsyncExitStack | None = None
         self._tasks: TaskGroup | None = None
@@ -250,6 +279,7 @@ class Client:
                     slot.kill()
                 if self._http is not None:  # the machine has aborted its requests already
                     await self._http.aclose()
+                self._browser.close()  # a browser step still waiting ends its thread
                 if self._host_scope is not None:
                     self._host_scope.cancel()  # process tasks reap their processes
 
@@ -388,7 +418,7 @@ class Client:
         if self._phase == "stopped":
             return  # late reader output after stop: nobody listens any more
         if self._recorder is not None:
-            self._recorder.record(event)
+            self._recorder.record(event, secret=self._machine.is_secret(event))
         for action in self._machine.handle(event):
             self._perform(action)
         if self._deadline_changed is not None:
@@ -442,8 +472,44 @@ class Client:
             case ElicitationComplete():
                 assert self._tasks is not None
                 self._tasks.start_soon(self._completed, action.elicitation_id)
+            case PrepareAuthorization():
+                assert self._tasks is not None
+                self._tasks.start_soon(self._feed_result, self._browser.prepare)
+            case Authorize():
+                assert self._tasks is not None
+                self._tasks.start_soon(self._authorize_step, action.url)
+            case SignAssertion():
+                assert self._tasks is not None
+                sign = functools.partial(sign_assertion, action, self._spec, _now)
+                self._tasks.start_soon(self._feed_result, sign, True)
+            case SaveAuthorization():
+                # In order, here: a store keeps a record in memory or writes one small file.
+                self._tokens.take(action)()
             case _:
                 raise TypeError(f"unknown action {action!r}")
+
+    async def _feed_result(self, make: Callable[[], Event], in_thread: bool = False) -> None:
+        self._feed(await anyio.to_thread.run_sync(make) if in_thread else make())
+
+    async def _authorize_step(self, url: str) -> None:
+        """``Authorize``: the ``authorize=`` callback (plain or async), or the user's browser
+        and the redirect listener in a worker thread (``stop()`` closes the listener, which
+        ends the thread)."""
+        callback = self._authorize
+        event: Event
+        if callback is None:
+            wait = self._browser.wait_for_browser
+            event = await anyio.to_thread.run_sync(wait, url, abandon_on_cancel=True)
+        else:
+            try:
+                answer: object = callback(url)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except Exception as exc:
+                event = self._browser.failed(exc)
+            else:
+                event = self._browser.answered(answer)
+        self._feed(event)
 
     async def _completed(self, elicitation_id: str) -> None:
         """Tell the application a URL elicitation is complete; without a callback, log it."""
@@ -508,6 +574,19 @@ With ``elicitation_modes=("form", "url")`` the elicitation handler also gets URL
 URL's host and message, open the URL only with their consent (never fetch it yourself), and
 return ``{"action": "accept"}`` (consent given; the interaction itself happens out of band),
 ``"decline"`` or ``"cancel"``."""
+
+AuthorizeCallback = Callable[
+    [str], str | Mapping[str, str] | Awaitable[str] | Awaitable[Mapping[str, str]]
+]
+"""``authorize=``: the browser step of an OAuth login, instead of the user's browser. It gets
+the authorization URL (it holds the state and the PKCE challenge: keep it out of logs), has
+the user (or a headless test) authorize there, and returns the URL the authorization server
+redirected to, or that redirect's query parameters as a mapping (``code``, ``state``,
+``iss``, or ``error``); the client checks them. A plain function or a coroutine function, run
+in a task of the client (a plain one runs on the event loop: it must not block); an exception
+abandons the login (the error names its class only). The redirect URI it stands for is its
+``redirect_uri`` attribute when it has one (a callable object running a listener of its own),
+else ``http://127.0.0.1:<oauth.redirect_port>/callback``."""
 
 CompletionCallback = Callable[[str], object]
 """``elicitation_complete=``: called with the ``elicitationId`` of a URL elicitation the server

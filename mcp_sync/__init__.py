@@ -7,7 +7,14 @@ process left behind) when the block ends. A client may be used from many threads
 
 from __future__ import annotations
 
-from ._client import Client, CompletionCallback, Handler, ProgressCallback
+from ._client import AuthorizeCallback, Client, CompletionCallback, Handler, ProgressCallback
 from ._group import ClientGroup
 
-__all__ = ["Client", "ClientGroup", "CompletionCallback", "Handler", "ProgressCallback"]
+__all__ = [
+    "AuthorizeCallback",
+    "Client",
+    "ClientGroup",
+    "CompletionCallback",
+    "Handler",
+    "ProgressCallback",
+]

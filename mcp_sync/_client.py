@@ -29,11 +29,13 @@ from typing import IO, Any
 
 from _mcp_io.client import ProgressCallback as ProgressCallback
 from _mcp_io.client import Reservations, report, settle
+from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
 from _mcp_io.otel import end_call_span, start_call_span
 from mcp_core import (
     HANDLED_REQUESTS,
     AbortHttp,
     Action,
+    Authorize,
     AwaitReady,
     CallTool,
     CallToolResult,
@@ -47,18 +49,22 @@ from mcp_core import (
     ListTools,
     Log,
     NotReady,
+    PrepareAuthorization,
     ProgressUpdate,
     Reply,
     Reservation,
+    SaveAuthorization,
     ServerRequestAnswered,
     SessionMachine,
     SettleReservation,
     SignalProcess,
+    SignAssertion,
     Spawn,
     Spec,
     StartHttp,
     Status,
     TimerFired,
+    TokenStore,
     Tool,
     WriteStdin,
 )
@@ -107,11 +113,27 @@ class Client:
         elicitation_complete: CompletionCallback | None = None,
         sampling: Handler | None = None,
         roots: Handler | None = None,
+        authorize: AuthorizeCallback | None = None,
+        token_store: TokenStore | None = None,
+        interactive: bool = True,
         **fields: Any,
     ) -> None:
         """Raises ``InvalidSpec`` for a refused spec, ``ValueError`` for impossible
         ``elicitation_modes``; nothing is started. See ``Handler`` and
-        ``CompletionCallback`` for the handlers."""
+        ``CompletionCallback`` for the handlers.
+
+        OAuth (SPEC §11; a ``url`` server without an ``Authorization`` header, unless the
+        spec's ``oauth`` says ``enabled: false``): when the server answers 401 the client
+        discovers its authorization server, registers if it must, and gets a token, then
+        sends the request again. ``token_store`` keeps logins (``mcp_core.TokenStore``; by
+        default an ``InMemoryTokenStore`` of this client's own): its record for the server is
+        read here (a store that raises, such as a corrupt token file, raises here) and used
+        without any flow while it lasts. The browser step opens the user's browser and
+        receives the redirect on a one-shot listener on 127.0.0.1 (the spec's
+        ``oauth.redirect_port``, else any port) for up to 5 minutes; ``authorize=`` replaces
+        it (see ``AuthorizeCallback``). ``interactive=False``: no browser step at all, a flow
+        that needs one fails with ``AuthorizationRequired``. Leave room for the user in
+        ``init_timeout``: ``with Client(...)`` waits that long for readiness."""
         self._spec = Spec.build(spec, **fields)
         self._wait = wait
         self._record_path = record
@@ -123,12 +145,15 @@ class Client:
             "roots/list": roots,
         }
         self._handlers: dict[str, Handler] = {m: h for m, h in given.items() if h is not None}
+        self._tokens = TokenKeeper(token_store, time.monotonic, _log)
         self._machine = SessionMachine(
             self._spec,
             era_cache=_ERA_CACHE,
             handlers=[HANDLED_REQUESTS[method] for method in self._handlers],
             elicitation_modes=elicitation_modes,
+            **self._tokens.machine_keywords(self._spec, interactive=interactive),
         )
+        self._browser = BrowserStep(self._spec, authorize, time.monotonic)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)  # the timer waits on it
         self._armed: float | None = None  # the deadline the timer thread sleeps until
@@ -371,7 +396,7 @@ class Client:
             event = replace(event, now=self._last_now)
         self._last_now = event.now
         if self._recorder is not None:
-            self._recorder.record(event)
+            self._recorder.record(event, secret=self._machine.is_secret(event))
         later: list[Callable[[], None]] = []
         for action in self._machine.handle(event):
             self._perform(action, caller, later)
@@ -440,6 +465,15 @@ class Client:
                 later.append(partial(log, level, "%s", action.message))
             case ElicitationComplete():
                 later.append(partial(self._completed, action.elicitation_id))
+            case PrepareAuthorization():
+                later.append(partial(self._feed_result, self._browser.prepare))
+            case Authorize():
+                later.append(partial(self._authorize_in_thread, action.url))
+            case SignAssertion():
+                sign = partial(sign_assertion, action, self._spec, time.monotonic)
+                later.append(partial(self._feed_result, sign))
+            case SaveAuthorization():
+                later.append(self._tokens.take(action))
             case _:
                 raise TypeError(f"unknown action {action!r}")
 
@@ -464,6 +498,17 @@ class Client:
             self._feed(_answer(handler, action))
 
         threading.Thread(target=run, name=f"mcp-{self.name}-handler", daemon=True).start()
+
+    def _authorize_in_thread(self, url: str) -> None:
+        # The user may take minutes: a thread of its own; stop() closes the listener it
+        # waits on (a callback that blocks is left to finish: its answer is dropped then).
+        def run() -> None:
+            self._feed(self._browser.run(url))
+
+        threading.Thread(target=run, name=f"mcp-{self.name}-authorize", daemon=True).start()
+
+    def _feed_result(self, make: Callable[[], Event]) -> None:
+        self._feed(make())
 
     def _feed(self, event: Event) -> None:
         """Feed ``event`` from any thread: a process's (the machine drops those of a process it
@@ -503,6 +548,7 @@ class Client:
             slot.kill()
             slot.join(deadline)
         self._http.close(deadline)  # the machine has aborted its requests already
+        self._browser.close()  # a browser step still waiting ends within 0.1 s
         with self._lock:
             self._recorder = None
             if self._record_file is not None:
@@ -523,6 +569,16 @@ With ``elicitation_modes=("form", "url")`` the elicitation handler also gets URL
 URL's host and message, open the URL only with their consent (never fetch it yourself), and
 return ``{"action": "accept"}`` (consent given; the interaction itself happens out of band),
 ``"decline"`` or ``"cancel"``."""
+
+AuthorizeCallback = Callable[[str], str | Mapping[str, str]]
+"""``authorize=``: the browser step of an OAuth login, instead of the user's browser. It gets
+the authorization URL (it holds the state and the PKCE challenge: keep it out of logs), has
+the user (or a headless test) authorize there, and returns the URL the authorization server
+redirected to, or that redirect's query parameters as a mapping (``code``, ``state``,
+``iss``, or ``error``); the client checks them. It runs in a thread of its own and may block;
+an exception abandons the login (the error names its class only). The redirect URI it stands
+for is its ``redirect_uri`` attribute when it has one (a callable object running a listener of
+its own), else ``http://127.0.0.1:<oauth.redirect_port>/callback``."""
 
 CompletionCallback = Callable[[str], object]
 """``elicitation_complete=``: called with the ``elicitationId`` of a URL elicitation the server

@@ -7,7 +7,14 @@ import importlib
 
 import pytest
 
-EXPORTS = ["Client", "ClientGroup", "CompletionCallback", "Handler", "ProgressCallback"]
+EXPORTS = [
+    "AuthorizeCallback",
+    "Client",
+    "ClientGroup",
+    "CompletionCallback",
+    "Handler",
+    "ProgressCallback",
+]
 
 
 @pytest.mark.parametrize("package", ["mcp_asyncio", "mcp_sync"])

@@ -136,12 +136,25 @@ async def test_auth_refusal_at_connect_is_permanent(driver: str, fault: str) -> 
 
 async def test_auth_refusal_later_fails_the_call_only(driver: str) -> None:
     with HttpFaultServer() as server:
-        async with client(driver, server.url) as c:
+        async with client(driver, server.url, oauth={"enabled": False}) as c:
             server.set_fault("unauthorized", method="tools/call")
             with pytest.raises(core.HttpError) as info:
                 await c.call_tool("echo", {"text": "x"})
             assert info.value.status == 401
             assert (await c.call_tool("echo", {"text": "ok"})).text == "ok"
+
+
+async def test_a_401_without_oauth_metadata_fails_the_call_with_authorization_failed(
+    driver: str,
+) -> None:
+    # OAuth is on by default for a url server without an Authorization header: the 401 starts
+    # discovery, which finds no metadata here (tests/drivers/test_oauth_drivers.py has a
+    # server that has some).
+    with HttpFaultServer() as server:
+        async with client(driver, server.url) as c:
+            server.set_fault("unauthorized", method="tools/call")
+            with pytest.raises(core.AuthorizationFailed, match="no protected resource metadata"):
+                await c.call_tool("echo", {"text": "x"})
 
 
 @pytest.mark.parametrize("fault", ["server_error", "rate_limited", "disconnect"])

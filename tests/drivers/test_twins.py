@@ -47,7 +47,7 @@ def test_importing_the_blocking_driver_loads_nothing_of_the_anyio_one() -> None:
 
 
 def test_the_core_and_the_shared_io_load_no_driver() -> None:
-    for module in ("mcp_core", "_mcp_io.http", "_mcp_io.otel", "_mcp_io.client"):
+    for module in ("mcp_core", "_mcp_io.http", "_mcp_io.otel", "_mcp_io.client", "_mcp_io.oauth"):
         assert _of(_loaded_by(module), "mcp_asyncio", "mcp_sync", "anyio") == [], module
 
 

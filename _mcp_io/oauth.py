@@ -1,0 +1,348 @@
+"""The driver's side of OAuth (SPEC §11), done the same way by both drivers.
+
+The core's authorization layer (``mcp_core/_authorization.py``) decides everything; a driver
+performs four actions for it, and this module holds every part of them that is not about
+threads or tasks:
+
+- ``TokenKeeper``: the client's token store. ``machine_keywords`` is what the machine is
+  built with: ``OAuthSettings`` from the spec's ``oauth`` mapping (``settings``), and the
+  store's record for the server with its ``expires_at`` moved from the wall clock (the
+  store's) to the driver's monotonic clock (the machine's; ``stored``). ``take`` performs
+  ``SaveAuthorization``: the record back on the wall clock, into the store.
+- ``BrowserStep``: ``PrepareAuthorization`` (bind the one-shot loopback ``RedirectListener``,
+  or settle on the ``authorize=`` callback's redirect URI, plus 48 random bytes) and
+  ``Authorize`` (the blocking wait for the browser, or reading the callback's answer into the
+  redirect's parameters). The driver decides where the blocking part runs: a thread in
+  ``mcp_sync``, ``anyio.to_thread`` in ``mcp_asyncio``, which ``close()`` ends at stop.
+- ``sign_assertion``: ``SignAssertion``, a ``private_key_jwt`` assertion (RFC 7523) signed
+  with the spec's ``key_file`` (RS256 for an RSA key, ES256 for an EC P-256 key) by PyJWT,
+  the ``oauth`` extra: imported only when a key signs.
+
+Every event built here is secret-free in what the driver logs: an abandoned step's reason
+names an exception class or a fixed sentence, never a URL, a parameter or a token.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TypedDict
+from urllib.parse import parse_qsl, urlsplit
+
+from mcp_core import (
+    AssertionSigned,
+    AuthorizationAbandoned,
+    AuthorizationPrepared,
+    AuthorizationRedirected,
+    InMemoryTokenStore,
+    McpError,
+    OAuthSettings,
+    SaveAuthorization,
+    SignAssertion,
+    Spec,
+    StoredAuthorization,
+    TokenStore,
+)
+from mcp_core._oauth import canonical_resource, client_assertion_claims
+
+from .http import os_message
+from .redirect import RedirectError, RedirectListener, RedirectTimeout, open_browser
+
+__all__ = [
+    "BROWSER_TIMEOUT",
+    "BrowserStep",
+    "MachineOAuth",
+    "TokenKeeper",
+    "redirect_params",
+    "settings",
+    "sign_assertion",
+    "stored",
+]
+
+# How long the default browser step waits for the redirect: time to log in, consent, perhaps
+# fetch a second factor.
+BROWSER_TIMEOUT = 300.0
+ENTROPY_BYTES = 48  # mcp_core._authorization.ENTROPY_BYTES: a PKCE verifier and a state
+CALLBACK_PATH = "/callback"
+_MAX_PARAMETERS = 64
+# Store calls from every client of the process, one at a time: InMemoryTokenStore is not
+# thread-safe by itself, and a group's clients may share one store.
+_STORE_LOCK = threading.Lock()
+
+Clock = Callable[[], float]
+
+
+def settings(spec: Spec, *, interactive: bool) -> OAuthSettings | None:
+    """The machine's ``oauth=`` for ``spec``: ``None`` when OAuth is off for it (a stdio
+    server, an ``Authorization`` header, or ``oauth: {enabled: false}``)."""
+    if not spec.oauth_enabled:
+        return None
+    oauth = spec.oauth
+    return OAuthSettings(
+        client_id=oauth.get("client_id"),
+        client_secret=oauth.get("client_secret"),
+        client_metadata_url=oauth.get("client_metadata_url"),
+        grant=oauth.get("grant", "authorization_code"),
+        private_key=oauth.get("key_file") is not None,
+        scope=oauth.get("scope"),
+        interactive=interactive,
+    )
+
+
+def stored(store: TokenStore, spec: Spec, clock: Clock) -> StoredAuthorization | None:
+    """The machine's ``authorization=``: ``store``'s record for the server, its ``expires_at``
+    on ``clock`` (the driver's monotonic clock). What the store raises (a ``TokenStoreError``
+    for a bad file) propagates: the client is not built."""
+    assert spec.url is not None
+    with _STORE_LOCK:
+        record = store.load(canonical_resource(spec.url))
+    if record is None or record.expires_at is None:
+        return record
+    return replace(record, expires_at=clock() + (record.expires_at - time.time()))
+
+
+class MachineOAuth(TypedDict):
+    """The ``SessionMachine`` keywords of OAuth."""
+
+    oauth: OAuthSettings | None
+    authorization: StoredAuthorization | None
+
+
+class TokenKeeper:
+    """One client's token store (``store``; ``None``: an ``InMemoryTokenStore`` of its own).
+
+    ``take`` performs ``SaveAuthorization``: called in the driver's feed, so in feed order, it
+    converts the record to wall-clock time at once and returns the write, which may run later
+    and elsewhere; a write overtaken by a newer one of the same client is skipped. A failing
+    store is logged (its own message, or its class for a store that is not ours to trust with
+    secrets), never raised: the session keeps its token either way."""
+
+    def __init__(self, store: TokenStore | None, clock: Clock, log: logging.Logger) -> None:
+        self._store: TokenStore = InMemoryTokenStore() if store is None else store
+        self._clock = clock
+        self._log = log
+        self._taken = 0
+        self._written = 0
+
+    def machine_keywords(self, spec: Spec, *, interactive: bool) -> MachineOAuth:
+        """``oauth=`` and ``authorization=`` for the machine of ``spec`` (see ``stored``)."""
+        oauth = settings(spec, interactive=interactive)
+        record = None if oauth is None else stored(self._store, spec, self._clock)
+        return {"oauth": oauth, "authorization": record}
+
+    def take(self, action: SaveAuthorization) -> Callable[[], None]:
+        record = action.authorization
+        if record.expires_at is not None:
+            record = replace(record, expires_at=time.time() + (record.expires_at - self._clock()))
+        self._taken += 1
+        number = self._taken
+        return lambda: self._write(number, action.server, record)
+
+    def _write(self, number: int, server: str, record: StoredAuthorization) -> None:
+        with _STORE_LOCK:
+            if number < self._written:
+                return
+            self._written = number
+            try:
+                self._store.save(server, record)
+            except McpError as exc:
+                self._log.warning("the token store could not keep a login: %s", exc.message)
+            except Exception as exc:
+                self._log.warning("the token store's save raised %s", type(exc).__name__)
+
+
+# --- the browser step ------------------------------------------------------------------------
+
+
+class BrowserStep:
+    """The browser step of one client, from ``PrepareAuthorization`` to ``Authorize``.
+
+    ``authorize`` is the client's ``authorize=`` callback or ``None`` (the default step: the
+    user's browser and a ``RedirectListener`` on 127.0.0.1). ``close()`` (at stop, from any
+    thread) closes a listener, so a ``wait_for_browser`` in another thread ends within 0.1 s.
+    """
+
+    def __init__(self, spec: Spec, authorize: object | None, clock: Clock) -> None:
+        self._port: int = spec.oauth.get("redirect_port", 0)
+        self._authorize = authorize
+        self._clock = clock
+        self._listener: RedirectListener | None = None
+        self._guard = threading.Lock()
+
+    def prepare(self) -> AuthorizationPrepared | AuthorizationAbandoned:
+        """``PrepareAuthorization``: the redirect URI, with fresh random bytes. Binding the
+        listener does not block."""
+        self.close()  # a listener of an earlier attempt that never got its Authorize
+        if self._authorize is not None:
+            redirect_uri = _callback_redirect_uri(self._authorize, self._port)
+        else:
+            try:
+                listener = RedirectListener(self._port, CALLBACK_PATH)
+            except RedirectError as exc:  # the port is taken: its message says what to do
+                return self.abandoned(exc.message)
+            with self._guard:
+                self._listener = listener
+            redirect_uri = listener.redirect_uri
+        return AuthorizationPrepared(
+            now=self._clock(), redirect_uri=redirect_uri, entropy=os.urandom(ENTROPY_BYTES)
+        )
+
+    def wait_for_browser(self, url: str) -> AuthorizationRedirected | AuthorizationAbandoned:
+        """The default ``Authorize``, blocking: open ``url`` in the user's browser and wait for
+        the redirect on the listener (``BROWSER_TIMEOUT``)."""
+        with self._guard:
+            listener = self._listener
+        if listener is None:  # closed by stop() meanwhile
+            return self.abandoned("the client stopped")
+        try:
+            if not open_browser(url):
+                return self.abandoned(
+                    "no browser could be opened here; pass authorize= to show the URL some "
+                    "other way"
+                )
+            params = listener.wait(BROWSER_TIMEOUT)
+        except RedirectTimeout:
+            return self.abandoned(f"no redirect came back within {BROWSER_TIMEOUT:g} seconds")
+        except RedirectError as exc:
+            return self.abandoned(f"the redirect listener failed ({type(exc).__name__})")
+        finally:
+            listener.close()
+        return AuthorizationRedirected(now=self._clock(), params=params)
+
+    def run(self, url: str) -> AuthorizationRedirected | AuthorizationAbandoned:
+        """``Authorize``, blocking: the ``authorize=`` callback (a plain function here) or the
+        default browser step."""
+        if self._authorize is None:
+            return self.wait_for_browser(url)
+        assert callable(self._authorize)
+        try:
+            answer = self._authorize(url)
+        except Exception as exc:
+            return self.failed(exc)
+        return self.answered(answer)
+
+    def answered(self, answer: object) -> AuthorizationRedirected | AuthorizationAbandoned:
+        """What the ``authorize=`` callback returned, as the redirect's parameters."""
+        if inspect.iscoroutine(answer):
+            answer.close()  # an async callback given to the blocking driver: never awaited
+        try:
+            params = redirect_params(answer)
+        except (TypeError, ValueError) as exc:
+            return self.abandoned(f"the authorize callback's answer is not usable ({exc})")
+        return AuthorizationRedirected(now=self._clock(), params=params)
+
+    def failed(self, exc: BaseException) -> AuthorizationAbandoned:
+        """The ``authorize=`` callback raised ``exc``: only its class is told (its message
+        may quote the URL, which holds the state)."""
+        return self.abandoned(f"the authorize callback raised {type(exc).__name__}")
+
+    def abandoned(self, reason: str) -> AuthorizationAbandoned:
+        return AuthorizationAbandoned(now=self._clock(), reason=reason)
+
+    def close(self) -> None:
+        with self._guard:
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+
+
+def _callback_redirect_uri(authorize: object, port: int) -> str:
+    """The redirect URI an ``authorize=`` callback stands for: its own ``redirect_uri``
+    attribute when it has one (a callback that runs a listener of its own), else the loopback
+    callback URI on the spec's ``redirect_port`` (RFC 8252 §7.3: the authorization server
+    accepts any port of a loopback redirect URI)."""
+    own = getattr(authorize, "redirect_uri", None)
+    if isinstance(own, str) and own:
+        return own
+    return f"http://127.0.0.1{f':{port}' if port else ''}{CALLBACK_PATH}"
+
+
+def redirect_params(answer: object) -> dict[str, str]:
+    """The authorization response's parameters from what an ``authorize=`` callback returned:
+    the URL the authorization server redirected to (its query), or those parameters as a
+    mapping of strings. ``TypeError`` or ``ValueError`` (never quoting a value) otherwise, or
+    when a parameter comes twice (RFC 6749 §3.1)."""
+    if isinstance(answer, str):
+        try:
+            pairs = parse_qsl(
+                urlsplit(answer).query, keep_blank_values=True, max_num_fields=_MAX_PARAMETERS
+            )
+        except ValueError:
+            raise ValueError("not a URL with at most 64 query parameters") from None
+        params: dict[str, str] = {}
+        for name, value in pairs:
+            if name in params:
+                raise ValueError("a parameter comes twice")
+            params[name] = value
+        return params
+    if isinstance(answer, Mapping):
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in answer.items()):
+            raise TypeError("a mapping of parameters must map strings to strings")
+        return dict(answer)
+    raise TypeError(
+        f"expected the redirect URL or a mapping of its parameters, got {type(answer).__name__}"
+    )
+
+
+# --- private_key_jwt -------------------------------------------------------------------------
+
+
+def sign_assertion(
+    action: SignAssertion, spec: Spec, clock: Clock
+) -> AssertionSigned | AuthorizationAbandoned:
+    """``SignAssertion``: the claims ``client_assertion_claims`` makes, signed with the spec's
+    ``key_file``. Reads the file (blocking, briefly). A key that cannot sign abandons the
+    step with a reason that names the file and the problem, never the key."""
+
+    def abandoned(reason: str) -> AuthorizationAbandoned:
+        return AuthorizationAbandoned(now=clock(), reason=reason)
+
+    key_file = spec.oauth.get("key_file")
+    if key_file is None:  # the machine asks only when the spec has one
+        return abandoned("no oauth key_file is configured to sign a client assertion")
+    try:
+        import jwt
+        from cryptography.hazmat.primitives.asymmetric import ec, rsa
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    except ImportError:
+        return abandoned(
+            "signing a client assertion needs PyJWT with cryptography: "
+            "pip install 'mcp-sansio-client[oauth]'"
+        )
+    try:
+        with open(key_file, "rb") as file:
+            data = file.read()
+    except OSError as exc:
+        return abandoned(f"the key file {key_file} cannot be read ({os_message(exc)})")
+    try:
+        key = load_pem_private_key(data, password=None)
+    except (ValueError, TypeError) as exc:  # TypeError: encrypted; never quoted, it may echo
+        return abandoned(
+            f"the key file {key_file} is not an unencrypted PEM private key ({type(exc).__name__})"
+        )
+    if isinstance(key, rsa.RSAPrivateKey):
+        algorithm = "RS256"
+    elif isinstance(key, ec.EllipticCurvePrivateKey) and isinstance(key.curve, ec.SECP256R1):
+        algorithm = "ES256"
+    else:
+        return abandoned(
+            f"the key file {key_file} holds a key that cannot sign here: use an RSA key "
+            "(RS256) or an EC P-256 key (ES256)"
+        )
+    claims = client_assertion_claims(
+        client_id=action.client_id,
+        audience=action.audience,
+        issued_at=int(time.time()),
+        jti=secrets.token_urlsafe(24),
+    )
+    try:
+        assertion = jwt.encode(claims, key, algorithm=algorithm)
+    except Exception as exc:
+        return abandoned(f"the key in {key_file} could not sign ({type(exc).__name__})")
+    return AssertionSigned(now=clock(), assertion=assertion)
