@@ -12,6 +12,9 @@ Server argv helpers:
   filesystem_argv(directory)  @modelcontextprotocol/server-filesystem allowed to `directory`
   memory_argv()               @modelcontextprotocol/server-memory; give it MEMORY_FILE_PATH
                               (an absolute path under tmp_path) or it writes into node_modules
+  py_auth_server_argv(*flags) the OAuth-protected official-SDK server
+                              (tests/servers/py_auth_server.py: --port, --mode,
+                              --access-token-lifetime); the fixture py_auth_server starts it
 The npm servers come from `make node_modules`. Outside CI a missing one skips the test with a
 message saying so; under CI (CI set in the environment) it fails, so CI can never go green by
 skipping its real-peer tests.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -86,6 +90,12 @@ def filesystem_argv(directory: str | os.PathLike[str]) -> list[str]:
 def memory_argv() -> list[str]:
     """argv of server-memory; set MEMORY_FILE_PATH (absolute) in its environment."""
     return [node_bin("mcp-server-memory")]
+
+
+def py_auth_server_argv(*flags: str) -> list[str]:
+    """argv of the MCP server behind the SDK's own OAuth authorization server, with the given
+    flags (see tests/servers/py_auth_server.py for them and its /__control/ knobs)."""
+    return [sys.executable, str(SERVERS_DIR / "py_auth_server.py"), *flags]
 
 
 # --- process table ---
@@ -215,6 +225,11 @@ def _memory_argv() -> Callable[[], list[str]]:
     return memory_argv
 
 
+@pytest.fixture(name="py_auth_server_argv")
+def _py_auth_server_argv() -> Callable[..., list[str]]:
+    return py_auth_server_argv
+
+
 @pytest.fixture(name="children_of")
 def _children_of() -> Callable[..., list[int]]:
     return children_of
@@ -239,6 +254,8 @@ def _wait_until() -> Callable[..., object]:
 #                                     resumable, modern or sse -> HttpPeer (.url)
 #   everything_http(mode)             server-everything: "streamableHttp" (.url ends /mcp) or
 #                                     "sse" (.url ends /sse) -> HttpPeer
+#   py_auth_server(*flags)            tests/servers/py_auth_server.py: MCP at .url (/mcp)
+#                                     behind the SDK's OAuth server at the same origin -> HttpPeer
 # Every peer listens on 127.0.0.1 on a port the OS chose and is gone when the test ends.
 
 
@@ -278,3 +295,26 @@ def _everything_http() -> Iterator[Callable[..., HttpPeer]]:
             return stack.enter_context(start_everything_http(mode, executable))
 
         yield start
+
+
+_AUTH_SERVER_LISTENING = re.compile(r"^listening (http://127\.0\.0\.1:\d+/mcp)$")
+
+
+def _auth_server_url(line: str) -> str | None:
+    match = _AUTH_SERVER_LISTENING.match(line)
+    return match.group(1) if match else None
+
+
+@pytest.fixture(name="py_auth_server")
+def _py_auth_server() -> Iterator[Callable[..., HttpPeer]]:
+    peers: list[HttpPeer] = []
+
+    def start(*flags: str) -> HttpPeer:
+        peer = HttpPeer(py_auth_server_argv(*flags), _auth_server_url, dict(os.environ))
+        peers.append(peer)
+        peer.wait_ready()  # the printed URL, with a deadline; PeerStartError with its output
+        return peer
+
+    yield start
+    for peer in peers:
+        peer.stop()
