@@ -6,6 +6,8 @@ waits until it is ready, and stops it (no process left behind) when the block en
 
 from __future__ import annotations
 
+from _mcp_io.tokens import FileTokenStore, TokenStoreError
+
 from ._client import AuthorizeCallback, Client, CompletionCallback, Handler, ProgressCallback
 from ._group import ClientGroup
 
@@ -14,6 +16,8 @@ __all__ = [
     "Client",
     "ClientGroup",
     "CompletionCallback",
+    "FileTokenStore",
     "Handler",
     "ProgressCallback",
+    "TokenStoreError",
 ]

@@ -7,6 +7,8 @@ process left behind) when the block ends. A client may be used from many threads
 
 from __future__ import annotations
 
+from _mcp_io.tokens import FileTokenStore, TokenStoreError
+
 from ._client import AuthorizeCallback, Client, CompletionCallback, Handler, ProgressCallback
 from ._group import ClientGroup
 
@@ -15,6 +17,8 @@ __all__ = [
     "Client",
     "ClientGroup",
     "CompletionCallback",
+    "FileTokenStore",
     "Handler",
     "ProgressCallback",
+    "TokenStoreError",
 ]

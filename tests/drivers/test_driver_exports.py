@@ -12,8 +12,10 @@ EXPORTS = [
     "Client",
     "ClientGroup",
     "CompletionCallback",
+    "FileTokenStore",
     "Handler",
     "ProgressCallback",
+    "TokenStoreError",
 ]
 
 
