@@ -1,91 +1,299 @@
 """Our client as the program under test of the official MCP conformance suite.
 
-The harness (``conformance/run.py`` starts it) runs ``client.py <server-url>`` with
-``MCP_CONFORMANCE_SCENARIO`` set, against a mock server that records what the client did. This
-program connects with ``mcp_asyncio.Client`` (default options, as a user would), lists the tools
-and, for the scenarios that need it, calls the scenario's tool:
+The harness (``conformance/run.py`` starts it) runs ``client.py <server-url>`` against a mock
+server that records what the client did, with this environment:
 
-- ``initialize``: the handshake and ``tools/list`` only.
-- ``tools_call``: ``add_numbers(a=5, b=3)``.
-- ``elicitation-sep1034-client-defaults``: ``test_client_elicitation_defaults``; during the call the
-  server asks ``elicitation/create`` and ``accept_defaults`` answers with the schema's defaults.
-- ``sse-retry``: ``test_reconnection``; the server ends the call's SSE stream before answering, so
-  the answer arrives only after a resumption (GET + ``Last-Event-ID``, after ``retry:`` ms).
+- ``MCP_CONFORMANCE_SCENARIO``: the scenario's name.
+- ``MCP_CONFORMANCE_PROTOCOL_VERSION``: the wire the mock speaks. ``2026-07-28`` runs our client
+  with ``era="modern"`` (no handshake, ``_meta`` on every request); a dated version up to
+  ``2025-11-25`` with ``era="legacy"`` (the ``initialize`` handshake); unset (outside the
+  harness) with the default ``era="auto"``.
+- ``MCP_CONFORMANCE_CONTEXT`` (optional): JSON with data for the scenario, such as ``toolCalls``
+  (the calls ``http-custom-headers`` wants made) or credentials for the ``auth/*`` scenarios.
 
-Exits 0 when done; 1 when a call fails (the error is logged to stderr, which the harness keeps);
-2 for a missing URL or an unknown scenario (auth scenarios are not supported yet).
+It connects with ``mcp_asyncio.Client`` (as a user would, plus ``fail_fast``: a refused connect
+ends the run at once instead of retrying until the harness kills us), lists the tools and then
+does what the scenario asks:
+
+- ``initialize``, ``json-schema-ref-no-deref``: list the tools only.
+- ``tools_call``, ``request-metadata``: ``add_numbers(a=5, b=3)``; ``request-metadata`` also
+  declares the sampling, roots and elicitation capabilities (with stub handlers).
+- ``elicitation-sep1034-client-defaults``: ``test_client_elicitation_defaults``; the server asks
+  ``elicitation/create`` and ``answer_elicitation`` accepts with the schema's defaults.
+- ``sse-retry``: ``test_reconnection``; the server ends the call's SSE stream before answering,
+  so the answer arrives only after a resumption (GET + ``Last-Event-ID``, after ``retry:`` ms).
+  The call waits ``GET_STREAM_SETTLE`` first: our client opens its standalone GET stream right
+  after the handshake, alongside the first requests, and the 0.2.x mock answers a pending call
+  on whatever GET arrives, even one without ``Last-Event-ID`` (``sse-retry.ts``,
+  ``handleGetSSEStream``: ``if (this.pendingToolCallId !== null)``), which the spec forbids
+  ("MUST NOT send a JSON-RPC response on the stream unless resuming", 2025-11-25 transports).
+  A GET stream that opens after the call would take the answer, no resumption would happen, and
+  the mock would time that GET as the "reconnect" (-50 ms). 0.1.16's mock answered only a GET
+  with ``Last-Event-ID``; the wait keeps the checks as strict as they were there.
+- ``sep-2322-client-request-state``: the four ``test_mrtr_*`` tools in the scenario's order.
+- ``json-schema-2020-12-preservation``: echo ``json_schema_2020_12_tool``'s input schema back
+  through ``json_schema_echo``, exactly as listed.
+- ``http-custom-headers`` (or any scenario whose context has ``toolCalls``): make those calls.
+- Any other scenario (``http-standard-headers``, ``http-invalid-tool-headers``, ``auth/*``, a
+  scenario added later): call every listed tool once, with placeholder values for its required
+  arguments.
+
+For ``auth/*`` scenarios the spec gets an ``oauth`` mapping from the context: a pre-registered
+``client_id``/``client_secret``; ``grant: client_credentials`` for ``auth/client-credentials-*``
+(with ``private_key_pem`` written to a private temporary ``key_file``); else a Client ID
+Metadata Document URL, as the official SDK's conformance client offers one. The browser step is
+``headless_authorize``: it GETs the authorization URL without following the redirect and hands
+the ``Location`` (code, state, iss) back to the client (``authorize=``), which checks it.
+
+Exits 0 when done; 1 when the connection or a call fails (the error is logged to stderr, which
+the harness keeps); 2 for a missing URL or unreadable context.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
+import tempfile
+import urllib.error
+import urllib.request
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
 import mcp_asyncio
-from mcp_core import McpError
+from mcp_core import LEGACY_VERSIONS, MODERN_VERSION, McpError
 
-# scenario -> (tool to call, its arguments); None: connect and list tools only.
-SCENARIO_TOOLS: dict[str, tuple[str, dict[str, Any]] | None] = {
-    "initialize": None,
-    "tools_call": ("add_numbers", {"a": 5, "b": 3}),
-    "elicitation-sep1034-client-defaults": ("test_client_elicitation_defaults", {}),
-    "sse-retry": ("test_reconnection", {}),
+ADD = ("add_numbers", {"a": 5, "b": 3})
+# scenario -> the tools to call, in order, with their arguments; () lists the tools only.
+SCENARIO_CALLS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
+    "initialize": (),
+    "json-schema-ref-no-deref": (),
+    "tools_call": (ADD,),
+    "request-metadata": (ADD,),
+    "elicitation-sep1034-client-defaults": (("test_client_elicitation_defaults", {}),),
+    "sse-retry": (("test_reconnection", {}),),
+    "sep-2322-client-request-state": (
+        ("test_mrtr_echo_state", {}),
+        ("test_mrtr_unrelated", {}),
+        ("test_mrtr_no_state", {}),
+        ("test_mrtr_no_result_type", {}),
+    ),
+}
+# Scenarios that check the capabilities a client declares get a handler for each feature.
+ALL_CAPABILITIES = frozenset({"request-metadata"})
+
+# sse-retry: how long the standalone GET stream gets to open before the call (see above).
+GET_STREAM_SETTLE = 0.5
+# Well inside run.py's per-scenario limit, so a stuck client fails with its own error (logged)
+# instead of being killed by the harness with nothing said.
+TIMEOUT = 10.0
+
+# Placeholder argument values by JSON Schema type, for tools called without a script.
+PLACEHOLDERS: dict[str, Any] = {
+    "string": "x",
+    "integer": 0,
+    "number": 0,
+    "boolean": False,
+    "object": {},
+    "array": [],
+    "null": None,
 }
 
-# Well inside the harness's 30 s per scenario, so a stuck client fails with its own error
-# (logged) instead of being killed by the harness with nothing said.
-TIMEOUT = 10.0
+# Offered as the client's Client ID Metadata Document URL (the official SDK's conformance
+# client offers the same); the mock authorization servers never fetch it.
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
 log = logging.getLogger("conformance.client")
 
 
-def accept_defaults(params: Mapping[str, Any]) -> dict[str, Any]:
+def era_for(version: str | None) -> str:
+    """The ``era`` that speaks the wire the harness names (``auto`` when it names none)."""
+    if version == MODERN_VERSION:
+        return "modern"
+    if version in LEGACY_VERSIONS:
+        return "legacy"
+    if version:
+        log.warning("unknown protocol version %r: letting the client negotiate", version)
+    return "auto"
+
+
+def answer_elicitation(params: Mapping[str, Any]) -> dict[str, Any]:
     """Answer an ``elicitation/create``: accept, with each schema property set to its default.
 
-    ``params`` is the request's params as sent (``message``, ``requestedSchema``). Properties
-    without a ``default`` are left out. A request without a form schema (URL mode) is declined.
+    ``params`` is the request's params as sent (``message``, ``requestedSchema``). A property
+    without a ``default`` is left out, except a boolean, which is ``True`` (a confirmation).
+    A request without a form schema (URL mode) is declined.
     """
     schema = params.get("requestedSchema")
     if not isinstance(schema, Mapping):
         log.info("elicitation without a schema: declining")
         return {"action": "decline"}
     properties = schema.get("properties") or {}
-    content = {
-        name: prop["default"]
-        for name, prop in properties.items()
-        if isinstance(prop, Mapping) and "default" in prop
-    }
-    log.info("elicitation: accepting with defaults %s", content)
+    content: dict[str, Any] = {}
+    for name, prop in properties.items():
+        if not isinstance(prop, Mapping):
+            continue
+        if "default" in prop:
+            content[name] = prop["default"]
+        elif prop.get("type") == "boolean":
+            content[name] = True
+    log.info("elicitation: accepting with %s", content)
     return {"action": "accept", "content": content}
 
 
-async def run(url: str, scenario: str) -> int:
-    if scenario not in SCENARIO_TOOLS:
-        log.error("unknown scenario %r (known: %s)", scenario, ", ".join(SCENARIO_TOOLS))
-        return 2
+def answer_sampling(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A stub ``sampling/createMessage`` answer (only declared where a scenario checks it)."""
+    return {
+        "role": "assistant",
+        "content": {"type": "text", "text": ""},
+        "model": "conformance-stub",
+    }
+
+
+def answer_roots(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A stub ``roots/list`` answer: no roots."""
+    return {"roots": []}
+
+
+def placeholder_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Values for a tool's required arguments, by their declared type."""
+    properties = schema.get("properties") or {}
+    arguments = {}
+    for name in schema.get("required") or ():
+        prop = properties.get(name)
+        kind = prop.get("type") if isinstance(prop, Mapping) else None
+        arguments[name] = PLACEHOLDERS.get(kind, "x") if isinstance(kind, str) else "x"
+    return arguments
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # the redirect comes back as an HTTPError carrying its Location
+
+
+def _fetch_redirect(url: str) -> str:
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(url, timeout=TIMEOUT) as response:
+            status, location = response.status, response.headers.get("Location")
+    except urllib.error.HTTPError as error:
+        status, location = error.code, error.headers.get("Location")
+    if status not in (301, 302, 303, 307, 308) or not location:
+        raise RuntimeError(f"the authorization endpoint answered {status} without a redirect")
+    return str(location)
+
+
+async def headless_authorize(url: str) -> str:
+    """The browser step without a browser: the mock authorization server answers the
+    authorization URL at once with a redirect, whose URL is the answer. The URLs hold the state
+    and code, so they are not logged."""
+    log.info("authorizing headless")
+    return await anyio.to_thread.run_sync(_fetch_redirect, url)
+
+
+def oauth_fields(scenario: str, context: Mapping[str, Any], key_dir: Path) -> dict[str, Any]:
+    """The spec's ``oauth`` mapping for an ``auth/*`` scenario ({} for the others)."""
+    if not scenario.startswith("auth/"):
+        return {}
+    oauth: dict[str, Any] = {}
+    if scenario.startswith("auth/client-credentials"):
+        oauth["grant"] = "client_credentials"
+    for name in ("client_id", "client_secret"):
+        if isinstance(context.get(name), str):
+            oauth[name] = context[name]
+    pem = context.get("private_key_pem")
+    if isinstance(pem, str):
+        key_file = key_dir / "client-key.pem"
+        key_file.touch(mode=0o600)
+        key_file.write_text(pem)
+        oauth["key_file"] = str(key_file)
+    if "client_id" not in oauth and oauth.get("grant") != "client_credentials":
+        oauth["client_metadata_url"] = CLIENT_METADATA_URL
+    return oauth
+
+
+def read_context() -> dict[str, Any]:
+    """``MCP_CONFORMANCE_CONTEXT`` as a dict ({} when unset); ``ValueError`` when it is not a
+    JSON object."""
+    raw = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    if not raw:
+        return {}
+    context = json.loads(raw)
+    if not isinstance(context, dict):
+        raise ValueError("MCP_CONFORMANCE_CONTEXT is not a JSON object")
+    # Only the keys: the values may be credentials.
+    log.info("context keys: %s", sorted(context))
+    return context
+
+
+async def run(url: str, scenario: str, version: str | None, context: Mapping[str, Any]) -> int:
+    era = era_for(version)
+    handlers: dict[str, Any] = {"elicitation": answer_elicitation}
+    if scenario in ALL_CAPABILITIES:
+        handlers.update(sampling=answer_sampling, roots=answer_roots)
+    log.info("scenario %r at protocol version %s: era=%s", scenario, version, era)
+    options: dict[str, Any] = dict(handlers)
+    with tempfile.TemporaryDirectory(prefix="mcp-conformance-client-") as key_dir:
+        oauth = oauth_fields(scenario, context, Path(key_dir))
+        if oauth:
+            options["oauth"] = oauth
+            options["authorize"] = headless_authorize
+            log.info("oauth: %s", sorted(oauth))
+        return await session(url, scenario, era, context, options)
+
+
+async def session(
+    url: str, scenario: str, era: str, context: Mapping[str, Any], options: dict[str, Any]
+) -> int:
+    failed = False
     try:
         async with mcp_asyncio.Client(
-            name="conformance", url=url, elicitation=accept_defaults, init_timeout=TIMEOUT
+            name="conformance",
+            url=url,
+            era=era,
+            fail_fast=True,
+            init_timeout=TIMEOUT,
+            **options,
         ) as client:
             tools = await client.list_tools(timeout=TIMEOUT)
             log.info("tools: %s", [tool.name for tool in tools])
-            call = SCENARIO_TOOLS[scenario]
-            if call is not None:
-                name, arguments = call
-                result = await client.call_tool(name, arguments, timeout=TIMEOUT)
-                log.info("%s -> is_error=%s %r", name, result.is_error, result.text)
-                if result.is_error:
+            scripted = scenario in SCENARIO_CALLS
+            if scripted:
+                calls = list(SCENARIO_CALLS[scenario])
+            elif scenario == "json-schema-2020-12-preservation":
+                focal = next((t for t in tools if t.name == "json_schema_2020_12_tool"), None)
+                if focal is None:
+                    log.error("json_schema_2020_12_tool was not listed")
                     return 1
+                calls = [("json_schema_echo", {"schema": dict(focal.input_schema)})]
+                scripted = True
+            elif isinstance(context.get("toolCalls"), list):
+                calls = [(c["name"], c.get("arguments") or {}) for c in context["toolCalls"]]
+                scripted = True
+            else:
+                calls = [(t.name, placeholder_arguments(t.input_schema)) for t in tools]
+            if scenario == "sse-retry":
+                await anyio.sleep(GET_STREAM_SETTLE)
+            for name, arguments in calls:
+                try:
+                    result = await client.call_tool(name, arguments, timeout=TIMEOUT)
+                except McpError as error:
+                    log.error("%s failed: %r", name, error)
+                    failed = True
+                    continue
+                log.info("%s -> is_error=%s %r", name, result.is_error, result.text)
+                # A tool's own error fails a scripted call; unscripted calls only explore.
+                failed = failed or (scripted and result.is_error)
             log.info("status: %s", client.status())
     except McpError as error:
         log.error("scenario %s failed: %r", scenario, error)
         return 1
-    return 0
+    return 1 if failed else 0
 
 
 def main() -> int:
@@ -97,7 +305,13 @@ def main() -> int:
         print("usage: client.py <server-url>  (MCP_CONFORMANCE_SCENARIO set)", file=sys.stderr)
         return 2
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    return anyio.run(run, sys.argv[-1], scenario)
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
+    try:
+        context = read_context()
+    except ValueError as error:
+        log.error("unreadable MCP_CONFORMANCE_CONTEXT: %s", error)
+        return 2
+    return anyio.run(run, sys.argv[-1], scenario, version, context)
 
 
 if __name__ == "__main__":
