@@ -3,6 +3,8 @@
     mcp-client tools  [SOURCE] [--json]                      the namespaced tool list
     mcp-client call   NAME [ARGUMENTS] [SOURCE] [--timeout S] [--json]
     mcp-client status [SOURCE] [--json]                      one line per server
+    mcp-client login  SERVER [SOURCE]                        log in to an OAuth server
+    mcp-client logout SERVER [SOURCE]                        forget its stored login
     mcp-client replay FILE [--json]                          the actions a recording replays to
 
 SOURCE names the servers: ``--config FILE`` (a ``.mcp.json``; the default is ``./.mcp.json``
@@ -10,37 +12,62 @@ when it exists), ``--url URL [--header NAME:VALUE]...`` or ``-- COMMAND [ARGS...
 the line). A server given by ``--url`` or a command is named ``cli``: its tools are
 ``mcp__cli__<tool>``, and a bare tool name works too.
 
-Exit codes (``EXIT_*`` below): 0 success; 1 the tool answered with ``isError``; 2 bad input
+Logins (SPEC §11): ``login`` runs the OAuth flow for one HTTP server (the browser step opens
+the authorization URL, which is also printed on stderr, and waits for the redirect on a
+one-shot listener on 127.0.0.1) and keeps the tokens in the token file, ``FileTokenStore()``'s
+default path or the global ``--token-file PATH`` (before the command name); ``logout``
+forgets them. ``tools``, ``call`` and ``status`` read the same file and never ask anyone
+(``interactive=False``): stored tokens are used and refreshed (the new ones written back), and
+a server that needs a login is reported with the ``mcp-client login ...`` line to run.
+
+Exit codes (``EXIT_*`` below): 0 success (``login``: also a server that needs no login;
+``logout``: also when nothing was stored); 1 the tool answered with ``isError``; 2 bad input
 (usage, arguments that are not a JSON object, an unknown server or tool, a missing or empty
-config, an unreadable recording); 3 a server is unavailable (it did not connect, or for
-``status``: not every server is ready); 4 the call failed (timeout, server exit, protocol
-error); 70 a bug in this command (a traceback on stderr); 130 interrupted.
+config, an unreadable recording, a token file that is corrupt or cannot be written); 3 a
+server is unavailable (it did not connect, or needs a login; for ``status``: not every server
+is ready); 4 the call failed (timeout, server exit, protocol error), or the login failed (the
+authorization server refused, the browser step did not finish); 70 a bug in this command (a
+traceback on stderr); 130 interrupted.
 
 This is the blocking driver's command: no event loop. Human output uses rich (a table, a
 spinner while servers start, a bar while a call reports progress; the animations only when
 stderr is a terminal); ``--json`` output is plain JSON on stdout. Every error is one line on
 stderr; messages come from redacted specs and errors, so a ``--header`` value or a config's
-secret is never printed.
+secret is never printed, nor is a token, code or client secret. The authorization URL is
+shown to the user on stderr by ``login`` only, never logged.
+
+Test hook (not for users): ``MCP_CLIENT_TEST_AUTHORIZE=follow`` makes ``login`` do the browser
+step headlessly: instead of a browser and a listener, it GETs the authorization URL without
+following redirects and takes the 302's ``Location`` as the redirect. No other command reads
+it; any other value is refused (exit 2).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import http.client
 import json
 import logging
 import os
+import shlex
 import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
+from _mcp_io.oauth import BROWSER_TIMEOUT, CALLBACK_PATH
+from _mcp_io.redirect import RedirectError, RedirectListener, open_browser
+from _mcp_io.tokens import FileTokenStore, TokenStoreError
 from mcp_core import (
     AudioContent,
+    AuthorizationFailed,
+    AuthorizationRequired,
     CallToolResult,
     ConnectFailed,
     EmbeddedResource,
@@ -51,16 +78,20 @@ from mcp_core import (
     ResourceLink,
     Spec,
     Status,
+    StoredAuthorization,
     TextContent,
     Tool,
     UnknownContent,
     UnknownTool,
     parse_tool_name,
 )
+from mcp_core._oauth import canonical_resource
+from mcp_core._spec import redact_url
 from mcp_core.config import InvalidConfig, LoadedConfig, load_config
 from mcp_core.group import ToolTable
 from mcp_core.replay import encode_action, replay
 
+from ._client import Client
 from ._group import ClientGroup
 
 __all__ = ["main"]
@@ -68,8 +99,8 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
 EXIT_BAD_INPUT = 2  # also click's code for usage errors
-EXIT_UNAVAILABLE = 3
-EXIT_CALL_FAILED = 4
+EXIT_UNAVAILABLE = 3  # also a server that needs a login
+EXIT_CALL_FAILED = 4  # also a login that failed
 EXIT_BUG = 70  # BSD's EX_SOFTWARE: a traceback on stderr; never confused with a tool error
 EXIT_INTERRUPTED = 130
 
@@ -77,8 +108,10 @@ CLI_SERVER = "cli"  # the name of the one server given by --url or -- COMMAND
 DEFAULT_CONFIG = ".mcp.json"
 _DEFAULT_INIT_TIMEOUT = 60.0
 _MIN_DESCRIPTION = 20  # columns of description the tool table keeps on a narrow terminal
+TEST_AUTHORIZE = "MCP_CLIENT_TEST_AUTHORIZE"  # the test hook of `login` (module docstring)
+_FOLLOW_TIMEOUT = 30.0  # the test hook's GET
 
-F = TypeVar("F", bound=Callable[..., Any])
+_Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 class CliError(Exception):
@@ -93,9 +126,9 @@ class CliError(Exception):
 # --- where the servers come from ----------------------------------------------------------------
 
 
-def _source_options(command: F) -> F:
-    """The options of every command that talks to servers."""
-    options = [
+def _server_options(*more: _Decorator) -> _Decorator:
+    """SOURCE's options, then ``more``."""
+    options: list[_Decorator] = [
         click.option(
             "--config",
             "config_path",
@@ -116,17 +149,27 @@ def _source_options(command: F) -> F:
             help="Expand ${VAR} in the config from this environment (only from a config you "
             "own that others cannot write).",
         ),
-        click.option(
-            "--start-timeout",
-            type=click.FloatRange(min=0),
-            metavar="SECONDS",
-            help="How long to wait for servers to start (default: their init_timeout).",
-        ),
-        click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts."),
+        *more,
     ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+# The options of every command that talks to servers.
+_source_options = _server_options(
+    click.option(
+        "--start-timeout",
+        type=click.FloatRange(min=0),
+        metavar="SECONDS",
+        help="How long to wait for servers to start (default: their init_timeout).",
+    ),
+    click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts."),
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -136,6 +179,7 @@ class _Source:
     headers: tuple[str, ...]
     expand_env: bool
     command: tuple[str, ...]
+    token_file: str | None  # the global --token-file
 
 
 def _load(source: _Source) -> LoadedConfig:
@@ -213,15 +257,74 @@ def _no_server_loaded(loaded: LoadedConfig) -> CliError:
     return CliError(f"no server of {loaded.source!r} could be loaded: {reasons}", EXIT_BAD_INPUT)
 
 
+# --- logins: where they are kept, and what to run when one is needed ---------------------------
+
+
+def _token_store(source: _Source) -> FileTokenStore:
+    return FileTokenStore(source.token_file)
+
+
+def _stored(store: FileTokenStore, spec: Spec) -> StoredAuthorization | None:
+    """``spec``'s record in ``store``; a token file that cannot be used is ``CliError``, exit 2
+    (its message names the file and what to do, never a token)."""
+    assert spec.url is not None
+    try:
+        return store.load(canonical_resource(spec.url))
+    except TokenStoreError as exc:
+        raise CliError(exc.message, EXIT_BAD_INPUT) from None
+
+
+def _check_token_file(loaded: LoadedConfig, store: FileTokenStore) -> None:
+    """Read the record of each OAuth server of ``loaded`` before any starts, so a corrupt token
+    file is one line and exit 2, not every such server "down". Servers without OAuth (stdio,
+    an ``Authorization`` header) never touch the file."""
+    for spec in loaded.servers.values():
+        if spec.oauth_enabled:
+            _stored(store, spec)
+
+
+def _login_command(server: str, source: _Source) -> str:
+    """The ``mcp-client login`` line for ``server`` of ``source``, to copy. Never a secret: a
+    URL's userinfo and query are shown redacted, a header by its name only."""
+    words = ["mcp-client"]
+    if source.token_file is not None:
+        words += ["--token-file", source.token_file]
+    words += ["login", server]
+    if source.config_path is not None:
+        words += ["--config", source.config_path]
+    if source.expand_env:
+        words.append("--expand-env")
+    if source.url is not None:
+        words += ["--url", redact_url(source.url)]
+        for name in _headers(source.headers):
+            words += ["--header", f"{name}: ..."]
+    return shlex.join(words)
+
+
+def _needs_login(server: str, error: str | None) -> bool:
+    """Whether ``error`` (a ``Status.last_error``, a ``ConnectFailed`` reason) says ``server``
+    needs a login: a connect that ``AuthorizationRequired`` failed keeps only its message."""
+    marker = AuthorizationRequired(server).message.partition(" (")[0]  # "server 'x' needs ..."
+    return error is not None and marker in error
+
+
+def _login_needed(server: str, source: _Source) -> str:
+    return f"server {server!r} needs a login: run `{_login_command(server, source)}`"
+
+
 # --- running servers ----------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
-def _group(loaded: LoadedConfig) -> Iterator[ClientGroup]:
+def _group(loaded: LoadedConfig, source: _Source) -> Iterator[ClientGroup]:
     """A group of ``loaded``'s servers, not started; stopped (no process left) on exit.
 
-    ``fail_fast``: a person at a shell wants the first failure, not a minute of retries."""
-    group = ClientGroup(loaded, wait=False, fail_fast=True)
+    ``fail_fast``: a person at a shell wants the first failure, not a minute of retries.
+    OAuth servers use the token file and never ask anyone (``interactive=False``): ``login``
+    is the command that does."""
+    store = _token_store(source)
+    _check_token_file(loaded, store)
+    group = ClientGroup(loaded, wait=False, fail_fast=True, token_store=store, interactive=False)
     try:
         yield group
     finally:
@@ -250,9 +353,13 @@ def _spinner(fancy: bool, message: str) -> contextlib.AbstractContextManager[obj
     return Console(stderr=True).status(message)
 
 
-def _report_down(statuses: Mapping[str, Status]) -> None:
+def _report_down(statuses: Mapping[str, Status], source: _Source) -> None:
     for name, status in statuses.items():
-        if status.state != "ready":
+        if status.state == "ready":
+            continue
+        if _needs_login(name, status.last_error):
+            click.echo(f"mcp-client: {_login_needed(name, source)}", err=True)
+        else:
             why = status.last_error or f"still {status.state}"
             click.echo(f"mcp-client: server {name!r} is down: {why}", err=True)
 
@@ -311,10 +418,16 @@ def _first_line(text: str | None) -> str:
 @click.group(
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="\b\nExit codes: 0 ok, 1 the tool reported an error, 2 bad input (usage, JSON "
-    "arguments,\nunknown server or tool, missing config), 3 server unavailable, 4 call failed.",
+    "arguments,\nunknown server or tool, missing config, bad token file), 3 server unavailable "
+    "or\nneeds a login, 4 call or login failed.",
 )
 @click.option("-v", "--verbose", count=True, help="Log to stderr (-v info, -vv debug).")
-def cli(verbose: int) -> None:
+@click.option(
+    "--token-file",
+    metavar="PATH",
+    help="Where OAuth logins are kept (default: tokens.json in your data directory).",
+)
+def cli(verbose: int, token_file: str | None) -> None:
     """Talk to MCP servers from the shell.
 
     \b
@@ -322,6 +435,7 @@ def cli(verbose: int) -> None:
     a command after `--` at the end of the line:
         mcp-client tools -- npx -y @modelcontextprotocol/server-everything
     A server given by --url or a command is named "cli" (tools: mcp__cli__<tool>).
+    A server that needs an OAuth login: mcp-client login SERVER [SOURCE].
     """
     level = {0: logging.ERROR, 1: logging.INFO}.get(verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="%(name)s: %(levelname)s: %(message)s")
@@ -330,10 +444,12 @@ def cli(verbose: int) -> None:
 def _source(
     config_path: str | None, url: str | None, headers: tuple[str, ...], expand_env: bool
 ) -> _Source:
-    command: list[str] | None = click.get_current_context().obj
+    context = click.get_current_context()
+    command: list[str] | None = context.obj
     if command == []:
         raise click.UsageError("give the server's command after --, e.g. -- npx -y <package>")
-    return _Source(config_path, url, headers, expand_env, tuple(command or ()))
+    token_file: str | None = context.find_root().params.get("token_file")
+    return _Source(config_path, url, headers, expand_env, tuple(command or ()), token_file)
 
 
 @cli.command()
@@ -350,12 +466,13 @@ def tools(
 
     Servers that did not start are named on stderr; the exit code is 3 only when none did.
     """
-    loaded = _load(_source(config_path, url, headers, expand_env))
+    source = _source(config_path, url, headers, expand_env)
+    loaded = _load(source)
     if not loaded.servers:
         raise _no_server_loaded(loaded)
-    with _group(loaded) as group:
+    with _group(loaded, source) as group:
         statuses = _start_all(group, _start_timeout(loaded, start_timeout), fancy=_fancy(as_json))
-        _report_down(statuses)
+        _report_down(statuses, source)
         if not any(status.state == "ready" for status in statuses.values()):
             raise CliError("no server is available", EXIT_UNAVAILABLE)
         rows = [(_server_of(group, tool), tool) for tool in group.list_tools()]
@@ -433,21 +550,31 @@ def call(
     Prints the result's text (with --json the whole result). Only NAME's server is started.
     """
     parsed = _arguments(arguments)
-    loaded = _load(_source(config_path, url, headers, expand_env))
+    source = _source(config_path, url, headers, expand_env)
+    loaded = _load(source)
     if not loaded.servers:
         raise _no_server_loaded(loaded)
-    with _group(loaded) as group:
+    with _group(loaded, source) as group:
         name, server = _route(group, loaded, name)
         client = group.clients[server]
         client.start()
         with _spinner(_fancy(as_json), f"starting {server}"):
             try:
                 client.await_ready(_start_timeout(loaded, start_timeout))
-            except (ConnectFailed, NotReady) as exc:
+            except ConnectFailed as exc:
+                if _needs_login(server, exc.reason):
+                    raise CliError(_login_needed(server, source), EXIT_UNAVAILABLE) from None
                 raise CliError(
                     f"server {server!r} is not available: {exc}", EXIT_UNAVAILABLE
                 ) from None
-        result = _call(group, name, parsed, timeout, fancy=_fancy(as_json))
+            except NotReady as exc:
+                raise CliError(
+                    f"server {server!r} is not available: {exc}", EXIT_UNAVAILABLE
+                ) from None
+        try:
+            result = _call(group, name, parsed, timeout, fancy=_fancy(as_json))
+        except AuthorizationRequired:  # the stored login ran out mid-session (refresh refused)
+            raise CliError(_login_needed(server, source), EXIT_UNAVAILABLE) from None
         if as_json:
             _print_json(_wire(result))
         else:
@@ -516,6 +643,8 @@ def _call(
             return group.call_tool(name, arguments, timeout=timeout, progress=bar)
     except UnknownTool as exc:
         raise CliError(exc.message, EXIT_BAD_INPUT) from None
+    except AuthorizationRequired:
+        raise  # the caller knows the login command
     except (ConnectFailed, NotReady) as exc:
         raise CliError(f"{name}: the server is not available: {exc}", EXIT_UNAVAILABLE) from None
     except McpError as exc:
@@ -605,26 +734,39 @@ def status(
     as_json: bool,
 ) -> int:
     """Start the servers and show state, era, protocol version, transport, calls in flight
-    and the last error of each. Exit code 0 when every server is ready, else 3."""
-    loaded = _load(_source(config_path, url, headers, expand_env))
-    with _group(loaded) as group:
+    and the last error of each; a server that needs a login shows the command to run.
+    Exit code 0 when every server is ready, else 3."""
+    source = _source(config_path, url, headers, expand_env)
+    loaded = _load(source)
+    with _group(loaded, source) as group:
         statuses = _start_all(group, _start_timeout(loaded, start_timeout), fancy=_fancy(as_json))
+        logins = {
+            name: _login_command(name, source)
+            for name, s in statuses.items()
+            if s.state != "ready" and _needs_login(name, s.last_error)
+        }
         if as_json:
-            _print_json({name: _status_json(s) for name, s in statuses.items()})
+            _print_json({name: _status_json(s, logins.get(name)) for name, s in statuses.items()})
         else:
-            _print_status_table(statuses)
+            _print_status_table(statuses, logins)
     ready = all(s.state == "ready" for s in statuses.values())
     return EXIT_OK if ready else EXIT_UNAVAILABLE
 
 
-def _status_json(status: Status) -> dict[str, object]:
+def _status_json(status: Status, login: str | None) -> dict[str, object]:
     fields = {f.name: _wire(getattr(status, f.name)) for f in dataclasses.fields(status)}
-    return {**fields, "ready": status.ready}
+    return {
+        **fields,
+        "ready": status.ready,
+        "login_required": login is not None,
+        "login_command": login,
+    }
 
 
-def _print_status_table(statuses: Mapping[str, Status]) -> None:
+def _print_status_table(statuses: Mapping[str, Status], logins: Mapping[str, str]) -> None:
     """One row per server, then the last error of each server that has one, in full (a
-    table column would fold it into a narrow strip)."""
+    table column would fold it into a narrow strip); for a server that needs a login, the
+    command that logs in instead."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -636,6 +778,8 @@ def _print_status_table(statuses: Mapping[str, Status]) -> None:
     for name, s in statuses.items():
         # A closed server is down, whether it failed or its config entry was refused.
         state = "down" if s.state == "closed" else s.state
+        if name in logins:
+            state = "needs login"
         style = {"ready": "green", "down": "red"}.get(state, "yellow")
         in_flight = f"{s.in_flight} (+{s.queued} queued)" if s.queued else str(s.in_flight)
         table.add_row(
@@ -646,13 +790,281 @@ def _print_status_table(statuses: Mapping[str, Status]) -> None:
             Text(s.protocol_version or "-"),
             Text(in_flight),
         )
-        if s.last_error:
+        if name in logins:
+            errors.append(f"\n{name}: ", style="bold")
+            errors.append(f"needs a login: run `{logins[name]}`")
+        elif s.last_error:
             errors.append(f"\n{name}: ", style="bold")
             errors.append(s.last_error)
     console = Console()
     console.print(table)
     if errors:
         console.print(errors, soft_wrap=True)
+
+
+@cli.command()
+@click.argument("server")
+@_server_options(
+    click.option(
+        "--start-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="How long to wait for the server and your login (default: its init_timeout "
+        f"plus {BROWSER_TIMEOUT:g} s for the browser).",
+    ),
+)
+def login(
+    server: str,
+    config_path: str | None,
+    url: str | None,
+    headers: tuple[str, ...],
+    expand_env: bool,
+    start_timeout: float | None,
+) -> int:
+    """Log in to SERVER with OAuth and keep its tokens in the token file.
+
+    Your browser opens at the authorization server (the URL is printed on stderr too) and the
+    redirect comes back to a one-shot listener on 127.0.0.1. A login replaces the server's
+    stored one only once it succeeds. Exit code 3 when the server cannot be reached, 4 when
+    the login fails.
+    """
+    source = _source(config_path, url, headers, expand_env)
+    spec = _named_server(_load(source), server)
+    if not spec.oauth_enabled:
+        click.echo(f"server {server!r} needs no login: {_why_no_oauth(spec)}")
+        return EXIT_OK
+    store = _token_store(source)
+    _stored(store, spec)  # a token file that cannot be used: said before anyone is asked
+    keeper = _LoginStore(store)
+    step = _login_step(spec)
+    client = Client(spec, wait=False, token_store=keeper, authorize=step, interactive=True)
+    timeout = start_timeout if start_timeout is not None else spec.init_timeout + BROWSER_TIMEOUT
+    failure: McpError | None = None
+    try:
+        client.start()
+        client.await_ready(timeout, fail_fast=True)
+    except (ConnectFailed, NotReady) as exc:
+        failure = exc
+    finally:
+        client.stop()  # joins the driver's threads: the tokens are saved by then
+        step.close()
+    if keeper.error is not None:  # the tokens were got but could not be kept
+        raise CliError(keeper.error.message, EXIT_BAD_INPUT)
+    if failure is not None:
+        raise _login_failure(server, failure, step)
+    if keeper.saved is None:
+        click.echo(f"server {server!r} needs no login: it answered without one")
+        return EXIT_OK
+    click.echo(f"logged in to {server!r} (issuer {keeper.saved.issuer}); tokens in {store.path}")
+    return EXIT_OK
+
+
+@cli.command()
+@click.argument("server")
+@_server_options()
+def logout(
+    server: str,
+    config_path: str | None,
+    url: str | None,
+    headers: tuple[str, ...],
+    expand_env: bool,
+) -> int:
+    """Forget SERVER's stored login (its tokens in the token file). Nothing stored is not an
+    error. The authorization server is not told: its tokens expire on their own."""
+    source = _source(config_path, url, headers, expand_env)
+    spec = _named_server(_load(source), server)
+    if spec.url is None:
+        click.echo(f"server {server!r} needs no login: {_why_no_oauth(spec)}; nothing to forget")
+        return EXIT_OK
+    store = _token_store(source)
+    key = canonical_resource(spec.url)
+    try:
+        stored = store.load(key)
+    except TokenStoreError:  # a bad record, which forget() clears, or a bad file: it says so
+        stored = None
+        found = True
+    else:
+        found = stored is not None
+    if not found:
+        click.echo(f"no login is stored for server {server!r}; nothing to forget")
+        return EXIT_OK
+    try:
+        store.forget(key)
+    except TokenStoreError as exc:
+        raise CliError(exc.message, EXIT_BAD_INPUT) from None
+    issuer = f" (issuer {stored.issuer})" if stored is not None else ""
+    click.echo(f"logged out of {server!r}{issuer}: its stored tokens are forgotten")
+    return EXIT_OK
+
+
+def _named_server(loaded: LoadedConfig, server: str) -> Spec:
+    """The spec of ``server`` in ``loaded``; ``CliError`` (exit 2) when it has none."""
+    spec = loaded.servers.get(server)
+    if spec is not None:
+        return spec
+    if server in loaded.skipped:
+        raise CliError(
+            f"server {server!r} was not loaded: {loaded.skipped[server]}", EXIT_BAD_INPUT
+        )
+    known = ", ".join(repr(name) for name in loaded.servers) or "none"
+    raise CliError(
+        f"unknown server {server!r} in {loaded.source!r} (its servers: {known})", EXIT_BAD_INPUT
+    )
+
+
+def _why_no_oauth(spec: Spec) -> str:
+    if spec.url is None:
+        return "it runs as a local command (stdio)"
+    if spec.oauth.get("enabled", True) is not True:
+        return "OAuth is disabled for it (oauth: {enabled: false})"
+    return "its config sends an Authorization header of its own"
+
+
+class _LoginStore:
+    """The token store of ``login``'s client: it loads nothing, so the login is a new one even
+    over a stored login that still works (and that one is kept until the new one is saved);
+    it saves to the token file and remembers the last record saved, or the store's error
+    (which the driver only logs). Saves come from driver threads."""
+
+    def __init__(self, store: FileTokenStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._saved: StoredAuthorization | None = None
+        self._error: TokenStoreError | None = None
+
+    @property
+    def saved(self) -> StoredAuthorization | None:
+        with self._lock:
+            return self._saved
+
+    @property
+    def error(self) -> TokenStoreError | None:
+        with self._lock:
+            return self._error
+
+    def load(self, server: str) -> StoredAuthorization | None:
+        return None
+
+    def save(self, server: str, authorization: StoredAuthorization) -> None:
+        try:
+            self._store.save(server, authorization)
+        except TokenStoreError as exc:
+            with self._lock:
+                self._error = exc
+            raise
+        if authorization.access_token is not None:
+            with self._lock:
+                self._saved = authorization
+
+    def forget(self, server: str) -> None:
+        self._store.forget(server)
+
+
+class _LoginStep:
+    """``login``'s browser step, an ``authorize=`` callback with a listener of its own: it
+    prints the authorization URL on stderr (never to a log), opens the browser and waits on
+    a one-shot listener on 127.0.0.1 (the spec's ``oauth.redirect_port``, else any port).
+    ``error`` keeps why a step failed, for the one line ``login`` prints; ``asked`` whether a
+    step began."""
+
+    def __init__(self, port: int) -> None:
+        self._lock = threading.Lock()
+        try:
+            self._listener = RedirectListener(port, CALLBACK_PATH)
+        except RedirectError as exc:  # the port is taken: its message says what to do
+            raise CliError(f"cannot log in: {exc.message}", EXIT_BAD_INPUT) from None
+        self._port = self._listener.port  # a second step listens on the same port
+        self.redirect_uri = self._listener.redirect_uri
+        self.asked = False
+        self.error: McpError | None = None
+
+    def __call__(self, url: str) -> dict[str, str]:
+        with self._lock:
+            self.asked = True
+            listener = self._listener
+        try:
+            if listener.closed:
+                listener = RedirectListener(self._port, CALLBACK_PATH)
+                with self._lock:
+                    self._listener = listener
+            click.echo(
+                "mcp-client: log in in the browser window that opens; if none does, open this "
+                f"URL on this machine:\n{url}",
+                err=True,
+            )
+            if not open_browser(url):
+                click.echo("mcp-client: no browser could be opened: open the URL above", err=True)
+            return listener.wait(BROWSER_TIMEOUT)
+        except RedirectError as exc:  # never quotes a parameter
+            with self._lock:
+                self.error = exc
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            listener = self._listener
+        listener.close()
+
+
+class _FollowStep:
+    """The test hook's browser step (``MCP_CLIENT_TEST_AUTHORIZE=follow``): GET the
+    authorization URL without following redirects; the 302's ``Location`` is the redirect.
+    Prints nothing."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self.error: McpError | None = None
+
+    def __call__(self, url: str) -> str:
+        self.asked = True
+        parts = urlsplit(url)
+        connection_type = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
+        connection = connection_type(parts.hostname or "", parts.port, timeout=_FOLLOW_TIMEOUT)
+        try:
+            connection.request("GET", f"{parts.path}?{parts.query}")
+            response = connection.getresponse()
+            response.read()
+            status, location = response.status, response.getheader("location")
+        except (OSError, http.client.HTTPException) as exc:  # named by class: never the URL
+            self.error = McpError(f"the test hook's GET failed ({type(exc).__name__})")
+            raise self.error from None
+        finally:
+            connection.close()
+        if status not in (301, 302, 303, 307, 308) or location is None:
+            self.error = McpError(f"the test hook's GET got HTTP {status}, not a redirect")
+            raise self.error
+        return location
+
+    def close(self) -> None:
+        pass
+
+
+def _login_step(spec: Spec) -> _LoginStep | _FollowStep:
+    hook = os.environ.get(TEST_AUTHORIZE)
+    if hook is None:
+        return _LoginStep(spec.oauth.get("redirect_port", 0))
+    if hook != "follow":
+        raise CliError(f"{TEST_AUTHORIZE} (a test hook) must be 'follow' or unset", EXIT_BAD_INPUT)
+    return _FollowStep()
+
+
+def _login_failure(server: str, failure: McpError, step: _LoginStep | _FollowStep) -> CliError:
+    """The one line for a login that did not end with tokens: exit 4 when the flow began and
+    failed (refused, or the browser step did not finish), 3 when the server was not reached."""
+    reason = failure.reason if isinstance(failure, ConnectFailed) else failure.message
+    if step.error is not None:
+        return CliError(f"could not log in to {server!r}: {step.error.message}", EXIT_CALL_FAILED)
+    if isinstance(failure, NotReady) and step.asked:
+        return CliError(
+            f"could not log in to {server!r}: the login did not finish in time (--start-timeout)",
+            EXIT_CALL_FAILED,
+        )
+    refused = AuthorizationFailed(None, "").message.rstrip(": ")  # "authorization failed"
+    if refused in reason or _needs_login(server, reason):
+        return CliError(f"could not log in to {server!r}: {reason}", EXIT_CALL_FAILED)
+    return CliError(f"server {server!r} is not available: {failure}", EXIT_UNAVAILABLE)
 
 
 @cli.command(name="replay")
