@@ -333,6 +333,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 if os.fork():
     sys.exit(0)
+quiet = os.open(os.devnull, os.O_RDWR)  # the command's pipes are not held open
+for fd in (0, 1, 2):
+    os.dup2(quiet, fd)
 
 def get(url):
     parts = urlsplit(url)
