@@ -16,7 +16,8 @@ adds:
   (pre-registered, Client ID Metadata Document, or RFC 7591 registration), then either the
   authorization code flow (PKCE S256, ``state``, RFC 8707 ``resource``, RFC 9207 ``iss``) with
   the driver's browser step, or ``client_credentials``; step-up after 403 with the union of
-  scopes, at most ``MAX_STEP_UPS`` times;
+  scopes; at most ``MAX_AUTHORIZATIONS`` authorization requests in a row before the server
+  answers anything but a refusal;
 - the driver's part is I/O only: it performs the metadata, registration and token requests
   as ``StartHttp`` (their answers come back as HTTP events on streams this layer owns), binds
   the redirect listener and supplies random bytes (``PrepareAuthorization`` ->
@@ -62,11 +63,13 @@ from ._phases import AuthPhase, AuthStep, auth_step
 from ._spec import Spec
 from ._tokens import StoredAuthorization
 
-__all__ = ["MAX_STEP_UPS", "AuthEvent", "Authorization", "OAuthSettings"]
+__all__ = ["MAX_AUTHORIZATIONS", "AuthEvent", "Authorization", "OAuthSettings"]
 
 # 2026-07-28 basic/authorization "Step-Up Authorization Flow": clients "SHOULD implement retry
-# limits"; the conformance suite's auth/scope-retry-limit expects at most 3 attempts.
-MAX_STEP_UPS = 3
+# limits". Counted as the conformance suite's auth/scope-retry-limit counts them: authorization
+# requests (the first one included) until the server answers a request with anything but a
+# refusal; a fourth in a row is not made.
+MAX_AUTHORIZATIONS = 3
 # A token this close to its expiry is refreshed before use rather than sent.
 _EXPIRY_MARGIN = 30.0
 # Random bytes per authorization request: a PKCE verifier (32) and a state (16).
@@ -163,7 +166,7 @@ class Authorization:
         self._prepared: AuthorizationPrepared | None = None  # while registering for it
         self._pending: oauth.PendingAuthorization | None = None
         self._scope: str | None = None  # asked for last (step-up asks for the union)
-        self._step_ups = 0
+        self._authorizations = 0  # in a row, without an answer that is not a refusal
         self._failure: McpError | None = None
         self._issuer: str | None = None
         # The token; expires_at on the machine's clock.
@@ -253,7 +256,9 @@ class Authorization:
         if fetch is not None:
             self._on_fetch_event(event, fetch)
             return
-        if isinstance(event, HttpResponseStarted) and event.status in (401, 403):
+        if isinstance(event, HttpResponseStarted) and event.status not in (401, 403):
+            self._authorizations = 0  # the server took a request: the episode is over
+        elif isinstance(event, HttpResponseStarted):
             challenge = oauth.bearer_challenge(find_header(event.headers, "www-authenticate"))
             scope_wanted = challenge is not None and challenge.error == "insufficient_scope"
             if event.status == 401 or scope_wanted:
@@ -306,12 +311,12 @@ class Authorization:
             return
         # 2026-07-28 basic/authorization "Step-Up Authorization Flow": a new authorization
         # for the union of what was asked and what the challenge names.
-        self._step_ups += 1
-        if self._step_ups > MAX_STEP_UPS:
+        if self._authorizations >= MAX_AUTHORIZATIONS:
             self._refuse(
                 AuthorizationFailed(
                     "insufficient_scope",
-                    f"the server still wants more scope after {MAX_STEP_UPS} step-ups",
+                    f"the server still wants more scope after {MAX_AUTHORIZATIONS} "
+                    "authorizations in a row",
                 )
             )
             return
@@ -463,6 +468,7 @@ class Authorization:
             verifier_entropy=event.entropy[:32],
             state_entropy=event.entropy[32:],
         )
+        self._authorizations += 1
         self._move(AuthStep.AUTHORIZE)
         self._out.append(Authorize(url=self._pending.url))
 

@@ -611,3 +611,29 @@ def test_the_transports_other_calls_pass_through() -> None:
     done.close()
     delete = done.request(http="DELETE")
     assert done.header(delete, "Authorization") == "Bearer tok-1"
+
+
+def test_at_most_three_authorizations_in_a_row_counting_the_first() -> None:
+    # auth/scope-retry-limit: a 401, then 403 insufficient_scope for ever.
+    h = AuthHarness(era="modern")
+    h.feed(core.Connect(now=0.0))
+    t = h.call("echo")
+    scope_please = (("WWW-Authenticate", 'Bearer error="insufficient_scope", scope="admin"'),)
+    call = h.request("tools/call")
+    h.take()
+    h.respond(call, 401, headers=CHALLENGE)
+    h.discover()
+    h.prepared()
+    h.respond(h.fetch(f"{ISSUER}/register"), 201, {"client_id": "c"})
+    for attempt in (1, 2, 3):
+        assert len(h.of(core.Authorize)) == 1, attempt
+        h.redirected()
+        h.token({"access_token": f"t{attempt}", "token_type": "Bearer"})
+        call = h.request("tools/call")
+        h.take()
+        h.respond(call, 403, headers=scope_please)
+        if attempt < 3:
+            h.prepared()
+    assert not h.of(core.PrepareAuthorization)
+    error = h.error(t)
+    assert isinstance(error, core.AuthorizationFailed) and "3 authorizations" in str(error)
