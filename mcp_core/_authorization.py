@@ -598,7 +598,7 @@ class Authorization:
             if isinstance(owner, Work):
                 self._session.lose(entry.connection, owner, error)
             elif owner is not None or entry.confirming:  # the handshake: no use retrying
-                failed = ConnectFailed(error.message, permanent=True)
+                failed = ConnectFailed(error.message, permanent=True, cause=error)
                 self._session.fail(entry.connection, failed, permanent=True)
 
     # --- this layer's own requests ----------------------------------------------------------

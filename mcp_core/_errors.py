@@ -94,10 +94,17 @@ class NotReady(McpError):
 
 
 class ConnectFailed(McpError):
-    """The last connect or handshake failed; ``reason`` says why."""
+    """The last connect or handshake failed; ``reason`` says why. ``cause`` is the typed
+    failure when there is one (``AuthorizationRequired``, ``AuthorizationFailed``, the
+    ``HttpError`` that refused the connect, ...), else ``None``."""
 
     def __init__(
-        self, reason: str, *, permanent: bool = False, http_error: HttpError | None = None
+        self,
+        reason: str,
+        *,
+        permanent: bool = False,
+        http_error: HttpError | None = None,
+        cause: McpError | None = None,
     ) -> None:
         suffix = (
             "; this will not be retried: fix the spec and create a new client"
@@ -108,6 +115,7 @@ class ConnectFailed(McpError):
         self.reason = reason
         self.permanent = permanent
         self.http_error = http_error  # the HTTP answer that refused the connect, if any
+        self.cause = cause if cause is not None else http_error
 
 
 class InitializationFailed(McpError):

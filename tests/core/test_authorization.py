@@ -286,6 +286,7 @@ def test_without_a_person_the_flow_asks_for_a_login() -> None:
     error = h.error(waiter)
     assert isinstance(error, core.ConnectFailed) and error.permanent
     assert "mcp-client login notes" in str(error)
+    assert isinstance(error.cause, core.AuthorizationRequired) and error.cause.server == "notes"
     assert h.machine.status(h.now).retry_in is None
 
 
@@ -637,3 +638,25 @@ def test_at_most_three_authorizations_in_a_row_counting_the_first() -> None:
     assert not h.of(core.PrepareAuthorization)
     error = h.error(t)
     assert isinstance(error, core.AuthorizationFailed) and "3 authorizations" in str(error)
+
+
+def test_the_token_goes_to_the_resource_only() -> None:
+    # SPEC §11 (security): the metadata, registration and token requests never carry the
+    # bearer token, and every request to the MCP server does once there is one.
+    everything: list[core.Action] = []
+    h = AuthHarness()
+    take = h.take
+
+    def keep() -> list[core.Action]:
+        everything.extend(h.actions)
+        return take()
+
+    h.take = keep  # type: ignore[method-assign]
+    h.login()
+    h.call("echo")
+    everything.extend(h.actions)
+    requests = [a for a in everything if isinstance(a, core.StartHttp)]
+    bearer = [r for r in requests if h.header(r, "Authorization") == "Bearer tok-1"]
+    assert bearer and all(r.url == SERVER for r in bearer)
+    others = [r for r in requests if r.url != SERVER]
+    assert others and all(h.header(r, "Authorization") in (None,) for r in others)
