@@ -1,0 +1,132 @@
+"""SPEC §11 (Authorization), row by row: the tests that show each requirement.
+
+This table is the answer to "which test shows that?" for every line of §11. The check below
+keeps it honest: a test that is renamed or removed fails it, so the table cannot point at
+nothing. (The tests themselves assert the behaviour; this file only names them.)
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+ROWS: dict[str, list[str]] = {
+    "a static Authorization header works everywhere (and turns OAuth off)": [
+        "tests/core/test_http_machine.py::test_legacy_streamable_http_handshake_and_headers",
+        "tests/core/test_authorization.py::test_misuse_is_refused",
+        "tests/drivers/test_oauth_drivers.py::test_oauth_disabled_keeps_a_401_a_plain_connect_failure",
+    ],
+    "OAuth as a pure sub-machine both drivers feed (the blocking client too)": [
+        "tests/core/test_authorization.py::test_the_whole_authorization_code_flow_on_a_401_to_initialize",
+        "tests/drivers/test_oauth_drivers.py::test_login_with_an_authorize_callback_then_a_call",
+    ],
+    "discovery: on 401, WWW-Authenticate resource_metadata and scope": [
+        "tests/core/test_oauth.py::test_bearer_challenge_exposes_what_mcp_reads",
+        "tests/core/test_oauth.py::test_www_authenticate_never_fails_on_garbage",
+        "tests/core/test_authorization.py::test_the_whole_authorization_code_flow_on_a_401_to_initialize",
+    ],
+    "discovery: RFC 9728 metadata at the path-inserted well-known URL, then the root": [
+        "tests/core/test_oauth.py::test_protected_resource_metadata_urls",
+        "tests/core/test_authorization.py::test_discovery_falls_back_through_the_well_known_urls",
+    ],
+    "the metadata's resource must match the server or the flow stops": [
+        "tests/core/test_oauth.py::test_resource_covers",
+        "tests/core/test_oauth.py::test_protected_resource_metadata_refusals",
+        "tests/core/test_authorization.py::test_a_discovery_that_fails_refuses_with_a_reason",
+    ],
+    "authorization server metadata: RFC 8414 and OIDC in the spec's order; issuer must match": [
+        "tests/core/test_oauth.py::test_authorization_server_metadata_urls",
+        "tests/core/test_oauth.py::test_authorization_server_metadata_refusals",
+        "tests/core/test_authorization.py::test_discovery_falls_back_through_the_well_known_urls",
+    ],
+    "client identity, in order: pre-registered, CIMD, RFC 7591 (application_type), else say": [
+        "tests/core/test_oauth.py::test_choose_registration_follows_the_spec_priority",
+        "tests/core/test_oauth.py::test_registration_request_body",
+        "tests/core/test_authorization.py::test_client_credentials_registers_without_a_redirect_and_cimd_needs_no_registration",
+        "tests/core/test_authorization.py::test_the_whole_authorization_code_flow_on_a_401_to_initialize",
+    ],
+    "authorization code with PKCE S256, state, RFC 8707 resource everywhere, RFC 9207 iss": [
+        "tests/core/test_oauth.py::test_pkce_matches_rfc_7636_appendix_b",
+        "tests/core/test_oauth.py::test_begin_authorization_builds_the_url_and_records_the_issuer",
+        "tests/core/test_authorization.py::test_a_browser_step_that_fails_fails_the_handshake_for_good",
+        "tests/drivers/test_oauth_drivers.py::test_a_redirect_with_a_wrong_state_is_refused",
+    ],
+    "client_credentials: client secret basic/post, or private_key_jwt": [
+        "tests/core/test_authorization.py::test_client_credentials_with_a_secret_and_with_a_signed_assertion",
+        "tests/core/test_oauth.py::test_client_assertion_claims",
+        "tests/drivers/test_oauth_drivers.py::test_client_credentials_with_a_secret",
+        "tests/drivers/test_oauth_drivers.py::test_client_credentials_with_a_signed_assertion",
+    ],
+    "refresh tokens are used before a new authorization": [
+        "tests/core/test_authorization.py::test_work_waits_for_the_token_and_a_refresh_comes_before_a_new_authorization",
+        "tests/core/test_authorization.py::test_a_refused_refresh_token_means_authorizing_again",
+        "tests/drivers/test_oauth_drivers.py::test_an_expired_token_is_refreshed_without_the_user",
+        "tests/drivers/test_oauth_drivers.py::test_a_revoked_refresh_token_means_authorizing_again",
+    ],
+    "the token endpoint auth method the server names": [
+        "tests/core/test_oauth.py::test_choose_token_endpoint_auth_method",
+        "tests/core/test_oauth.py::test_registration_auth_method",
+    ],
+    "scopes: challenge, else scopes_supported, else omitted; offline_access only if offered": [
+        "tests/core/test_oauth.py::test_select_scope",
+        "tests/core/test_authorization.py::test_the_whole_authorization_code_flow_on_a_401_to_initialize",
+    ],
+    "403 insufficient_scope steps up with the union of scopes, at most 3 attempts": [
+        "tests/core/test_oauth.py::test_union_scopes_keeps_the_first_order",
+        "tests/core/test_authorization.py::test_step_up_asks_for_the_union_of_scopes_at_most_three_times",
+        "tests/core/test_authorization.py::test_at_most_three_authorizations_in_a_row_counting_the_first",
+    ],
+    "credentials are bound to the issuer: a changed issuer means registering again": [
+        "tests/core/test_authorization.py::test_a_new_issuer_means_registering_again",
+    ],
+    "the browser step: one-shot 127.0.0.1 listener; authorize= replaces it": [
+        "tests/drivers/test_redirect_listener.py::test_one_request_returns_its_parameters_echoes_nothing_and_closes_the_port",
+        "tests/drivers/test_redirect_listener.py::test_it_listens_on_loopback_only_and_names_its_redirect_uri",
+        "tests/drivers/test_oauth_drivers.py::test_the_default_browser_step_receives_the_redirect_on_its_listener",
+        "tests/drivers/test_oauth_drivers.py::test_login_with_an_authorize_callback_then_a_call",
+    ],
+    "randomness (state, verifier) comes from the driver as event data": [
+        "tests/core/test_oauth.py::test_verifier_from_refuses_too_few_or_many_bytes",
+        "tests/core/test_authorization.py::test_misuse_is_refused",
+    ],
+    "TokenStore: in memory for the library, a 0600 file for mcp-client login": [
+        "tests/core/test_tokens.py::test_the_in_memory_store_keeps_one_record_per_server",
+        "tests/drivers/test_token_store.py::test_the_file_is_0600_its_new_directory_0700_and_so_is_the_lock",
+        "tests/cli/test_cli_oauth.py::test_login_keeps_the_tokens_in_a_private_file_and_call_uses_them",
+        "tests/drivers/test_oauth_drivers.py::test_a_stored_token_is_used_without_any_flow",
+    ],
+    "no token, code, verifier, secret or assertion in an error, log, repr, Status or recording": [
+        "tests/core/test_authorization.py::test_secrets_stay_out_of_recordings_and_reprs",
+        "tests/core/test_authorization.py::test_the_token_goes_to_the_resource_only",
+        "tests/drivers/test_oauth_drivers.py::test_no_secret_reaches_a_log_record_a_repr_or_a_recording",
+        "tests/cli/test_cli_oauth.py::test_no_token_code_or_secret_is_printed_even_with_debug_logs",
+    ],
+    "errors: AuthorizationRequired names the command; AuthorizationFailed keeps the OAuth code": [
+        "tests/core/test_oauth.py::test_the_two_errors_say_what_to_do_and_keep_the_oauth_code",
+        "tests/core/test_authorization.py::test_without_a_person_the_flow_asks_for_a_login",
+        "tests/core/test_authorization.py::test_a_failed_code_exchange_and_a_refused_initialized_post",
+        "tests/cli/test_cli_oauth.py::test_status_shows_a_server_that_needs_a_login_with_the_command",
+    ],
+}
+
+
+def _tests_in(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name.startswith("test_")
+    }
+
+
+@pytest.mark.parametrize("row", list(ROWS))
+def test_every_row_of_spec_11_names_tests_that_exist(row: str) -> None:
+    assert ROWS[row], row
+    for node in ROWS[row]:
+        file, _, name = node.partition("::")
+        assert name in _tests_in(ROOT / file), f"{row}: {node} does not exist"
