@@ -61,12 +61,14 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 import anyio.to_thread
 
 import mcp_asyncio
-from mcp_core import LEGACY_VERSIONS, MODERN_VERSION, McpError
+from mcp_core import LEGACY_VERSIONS, MODERN_VERSION, InMemoryTokenStore, McpError
+from mcp_core._oauth import canonical_resource
 
 ADD = ("add_numbers", {"a": 5, "b": 3})
 # scenario -> the tools to call, in order, with their arguments; () lists the tools only.
@@ -191,9 +193,48 @@ def _fetch_redirect(url: str) -> str:
 async def headless_authorize(url: str) -> str:
     """The browser step without a browser: the mock authorization server answers the
     authorization URL at once with a redirect, whose URL is the answer. The URLs hold the state
-    and code, so they are not logged."""
+    and code, so they are not logged (and the audit looks for them)."""
     log.info("authorizing headless")
-    return await anyio.to_thread.run_sync(_fetch_redirect, url)
+    location = await anyio.to_thread.run_sync(_fetch_redirect, url)
+    for name in ("code", "state"):
+        AUDIT.secrets.update(v for k, v in parse_qsl(urlsplit(location).query) if k == name)
+    AUDIT.secrets.update(v for k, v in parse_qsl(urlsplit(url).query) if k == "state")
+    return location
+
+
+class SecretAudit(logging.Handler):
+    """SPEC §11 during the suite's flows: every log record of our packages (DEBUG and up) is
+    kept, and at the end searched, with the client's ``repr`` and ``status()``, for every
+    secret the flow handled: tokens and the client secret (from the token store), codes and
+    states (from the redirects), the context's client secret and private key. A hit prints
+    ``LEAK_MARK`` on stderr, which ``run.py`` fails the scenario for (even one whose client
+    may exit with an error)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.texts: list[str] = []
+        self.secrets: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.texts.append(record.getMessage())
+
+    def collect(self, store: InMemoryTokenStore, url: str, context: Mapping[str, Any]) -> None:
+        record = store.load(canonical_resource(url))
+        if record is not None:
+            for value in (record.access_token, record.refresh_token, record.client_secret):
+                if value:
+                    self.secrets.add(value)
+        for name in ("client_secret", "private_key_pem"):
+            if isinstance(context.get(name), str):
+                self.secrets.add(context[name])
+
+    def leaks(self, *extra: str) -> list[str]:
+        text = "\n".join([*self.texts, *extra])
+        return sorted({f"{len(s)} characters" for s in self.secrets if len(s) >= 6 and s in text})
+
+
+AUDIT = SecretAudit()
+LEAK_MARK = "SECRET LEAK"
 
 
 def oauth_fields(scenario: str, context: Mapping[str, Any], key_dir: Path) -> dict[str, Any]:
@@ -240,15 +281,31 @@ async def run(url: str, scenario: str, version: str | None, context: Mapping[str
     options: dict[str, Any] = dict(handlers)
     with tempfile.TemporaryDirectory(prefix="mcp-conformance-client-") as key_dir:
         oauth = oauth_fields(scenario, context, Path(key_dir))
+        store = InMemoryTokenStore()
         if oauth:
             options["oauth"] = oauth
             options["authorize"] = headless_authorize
+            options["token_store"] = store
             log.info("oauth: %s", sorted(oauth))
-        return await session(url, scenario, era, context, options)
+        shown: list[str] = []
+        result = await session(url, scenario, era, context, options, shown)
+        AUDIT.collect(store, url, context)
+        leaks = AUDIT.leaks(*shown)
+        if leaks:
+            print(
+                f"{LEAK_MARK}: secrets of {leaks} reached a log record or a repr", file=sys.stderr
+            )
+            return 1
+        return result
 
 
 async def session(
-    url: str, scenario: str, era: str, context: Mapping[str, Any], options: dict[str, Any]
+    url: str,
+    scenario: str,
+    era: str,
+    context: Mapping[str, Any],
+    options: dict[str, Any],
+    shown: list[str],
 ) -> int:
     failed = False
     try:
@@ -290,8 +347,10 @@ async def session(
                 # A tool's own error fails a scripted call; unscripted calls only explore.
                 failed = failed or (scripted and result.is_error)
             log.info("status: %s", client.status())
+            shown += [repr(client), repr(client.status())]
     except McpError as error:
         log.error("scenario %s failed: %r", scenario, error)
+        shown.append(str(error))
         return 1
     return 1 if failed else 0
 
@@ -299,8 +358,9 @@ async def session(
 def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
     # Our packages' debug log shows each request and event; run.py prints its tail on failure.
-    for name in ("mcp_core", "mcp_asyncio"):
+    for name in ("mcp_core", "mcp_asyncio", "mcp_client", "_mcp_io", "mcp.server"):
         logging.getLogger(name).setLevel(logging.DEBUG)
+    logging.getLogger().addHandler(AUDIT)
     if len(sys.argv) < 2:
         print("usage: client.py <server-url>  (MCP_CONFORMANCE_SCENARIO set)", file=sys.stderr)
         return 2

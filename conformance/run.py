@@ -334,6 +334,12 @@ def run_scenario(
     elif outcome.harness_rc is not None:
         outcome.problems.append("the harness wrote no checks.json (see its log below)")
 
+    stderr_file = outcome.result_dir / "stderr.txt" if outcome.result_dir else None
+    client_stderr = (
+        stderr_file.read_text(errors="replace") if stderr_file and stderr_file.is_file() else ""
+    )
+    if "SECRET LEAK" in client_stderr or "SECRET LEAK" in harness_log:
+        outcome.problems.append("the client found a secret of the flow in its logs or reprs")
     if "SKIPPED: scenario" in harness_log:
         outcome.problems.append("the harness skipped the scenario at this spec version")
     if "CLIENT TIMED OUT" in harness_log:
