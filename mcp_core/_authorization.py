@@ -17,7 +17,8 @@ adds:
   authorization code flow (PKCE S256, ``state``, RFC 8707 ``resource``, RFC 9207 ``iss``) with
   the driver's browser step, or ``client_credentials``; step-up after 403 with the union of
   scopes; at most ``MAX_AUTHORIZATIONS`` authorization requests in a row before the server
-  answers anything but a refusal;
+  answers anything but a refusal (past that, the request that wants more scope fails with
+  ``AuthorizationFailed``; the token in hand serves the rest);
 - the driver's part is I/O only: it performs the metadata, registration and token requests
   as ``StartHttp`` (their answers come back as HTTP events on streams this layer owns), binds
   the redirect listener and supplies random bytes (``PrepareAuthorization`` ->
@@ -312,13 +313,15 @@ class Authorization:
         # 2026-07-28 basic/authorization "Step-Up Authorization Flow": a new authorization
         # for the union of what was asked and what the challenge names.
         if self._authorizations >= MAX_AUTHORIZATIONS:
-            self._refuse(
-                AuthorizationFailed(
-                    "insufficient_scope",
-                    f"the server still wants more scope after {MAX_AUTHORIZATIONS} "
-                    "authorizations in a row",
-                )
+            # This request wants a scope the server does not grant: it fails, and nothing
+            # else. The token in hand stays good for what it was granted (no REFUSE phase).
+            refusal = AuthorizationFailed(
+                "insufficient_scope",
+                f"the server still wants more scope after {MAX_AUTHORIZATIONS} "
+                "authorizations in a row",
             )
+            self._held.remove(held)
+            self._fail_held(held, refusal)
             return
         wanted = self._challenge.scope if self._challenge is not None else None
         self._scope = oauth.union_scopes(self._scope, self._granted_scope, wanted)
@@ -593,13 +596,18 @@ class Authorization:
         assert error is not None
         held, self._held = self._held, []
         for entry in held:
-            requests = entry.connection.requests
-            owner = requests.pop(entry.request_id, None) if entry.request_id is not None else None
-            if isinstance(owner, Work):
-                self._session.lose(entry.connection, owner, error)
-            elif owner is not None or entry.confirming:  # the handshake: no use retrying
-                failed = ConnectFailed(error.message, permanent=True, cause=error)
-                self._session.fail(entry.connection, failed, permanent=True)
+            self._fail_held(entry, error)
+
+    def _fail_held(self, entry: _Held, error: McpError) -> None:
+        """Answer one held request with ``error``: caller work loses it, the handshake fails
+        the connection for good."""
+        requests = entry.connection.requests
+        owner = requests.pop(entry.request_id, None) if entry.request_id is not None else None
+        if isinstance(owner, Work):
+            self._session.lose(entry.connection, owner, error)
+        elif owner is not None or entry.confirming:  # the handshake: no use retrying
+            failed = ConnectFailed(error.message, permanent=True, cause=error)
+            self._session.fail(entry.connection, failed, permanent=True)
 
     # --- this layer's own requests ----------------------------------------------------------
 

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 import mcp_core as core
+from mcp_core._authorization import MAX_AUTHORIZATIONS
 from mcp_core.replay import Recorder, encode_action, encode_event
 from mcp_core.states import AuthPhase
 from tests.core.harness import TEXT_RESULT, HttpHarness
@@ -638,6 +639,35 @@ def test_at_most_three_authorizations_in_a_row_counting_the_first() -> None:
     assert not h.of(core.PrepareAuthorization)
     error = h.error(t)
     assert isinstance(error, core.AuthorizationFailed) and "3 authorizations" in str(error)
+
+
+def test_a_refused_step_up_fails_that_request_only_and_the_token_serves_the_rest() -> None:
+    # A tool whose scope the server never grants (it grants less than asked, RFC 6749 §3.3)
+    # must not end the session: the token in hand is still good for the other tools.
+    # tests/drivers/test_oauth_real_server.py shows it against the SDK's authorization server.
+    h = AuthHarness()
+    h.login()
+    t = h.call("admin_echo")
+    scope_please = (("WWW-Authenticate", 'Bearer error="insufficient_scope", scope="admin"'),)
+    for attempt in range(1, MAX_AUTHORIZATIONS + 1):
+        call = h.request("tools/call")
+        h.take()
+        h.respond(call, 403, headers=scope_please)
+        h.prepared()
+        h.redirected()
+        h.token({"access_token": f"up-{attempt}", "token_type": "Bearer", "scope": "read"})
+    call = h.request("tools/call")
+    h.take()
+    h.respond(call, 403, headers=scope_please)
+    assert not h.of(core.PrepareAuthorization)  # no authorization beyond the limit
+    error = h.error(t)
+    assert isinstance(error, core.AuthorizationFailed) and error.error_code == "insufficient_scope"
+    assert h.auth_phase is AuthPhase.AUTHORIZED and h.machine.state == "ready"
+    t2 = h.call("echo")
+    echo = h.request("tools/call")
+    assert h.header(echo, "Authorization") == f"Bearer up-{MAX_AUTHORIZATIONS}"
+    h.result_for(echo, TEXT_RESULT)
+    assert h.result(t2).text == "hi"
 
 
 def test_the_token_goes_to_the_resource_only() -> None:
