@@ -69,6 +69,11 @@ behind OAuth. Every answer is JSON.
                                            invalid_grant); answers {"revoked": n}
   POST /__control/access-token-lifetime    body {"seconds": S}: tokens issued from now on live S s
                                            (answers {"seconds": S})
+  POST /__control/withhold-scope           body {"scope": S}: from now on /authorize grants what
+                                           is asked for less S (a narrower grant, RFC 6749 §3.3;
+                                           the token answer's `scope` says so), so a client
+                                           stepping up for S is refused again and again
+                                           (answers {"withheld": [...]})
 Counters (GET /__control/stats), counts only, from server start:
   registrations        clients registered
   authorizations       /authorize requests answered with a code
@@ -80,6 +85,8 @@ Counters (GET /__control/stats), counts only, from server start:
   revocations          tokens revoked at /revoke
   unauthorized         401 answers from /mcp
   insufficient_scope   403 answers from /mcp (the SDK's and the admin gate's)
+  streams              GET /mcp answered 200 (a client's listening SSE stream, legacy sessions):
+                       a test waits for it before expiring tokens, or the GET may be refused
 """
 
 from __future__ import annotations
@@ -132,6 +139,7 @@ COUNTERS = (
     "revocations",
     "unauthorized",
     "insufficient_scope",
+    "streams",
 )
 LOOPBACK = ("127.0.0.1", "::1")
 
@@ -153,6 +161,7 @@ class ApprovingProvider(
         self.deadlines: dict[str, float] = {}
         self.refresh_tokens: dict[str, RefreshToken] = {}
         self.pairs: dict[str, str] = {}  # either token of a pair -> the other one
+        self.withheld: set[str] = set()  # scopes /authorize never grants (a control knob)
 
     # --- clients ---
 
@@ -173,9 +182,10 @@ class ApprovingProvider(
             raise AuthorizeError("invalid_target", "this server issues tokens for its /mcp only")
         code = secrets.token_urlsafe(32)
         assert client.client_id is not None
+        asked = params.scopes if params.scopes is not None else [BASE_SCOPE]
         self.codes[code] = AuthorizationCode(
             code=code,
-            scopes=params.scopes if params.scopes is not None else [BASE_SCOPE],
+            scopes=[scope for scope in asked if scope not in self.withheld],
             expires_at=time.time() + CODE_LIFETIME,
             client_id=client.client_id,
             code_challenge=params.code_challenge,
@@ -320,6 +330,8 @@ class ScopeGate:
                     self.provider.counts["unauthorized"] += 1
                 elif message["status"] == 403:
                     self.provider.counts["insufficient_scope"] += 1
+                elif message["status"] == 200 and scope["method"] == "GET":
+                    self.provider.counts["streams"] += 1
             await send(message)
 
         await self.app(scope, receive, counting_send)
@@ -469,12 +481,23 @@ def build_server(provider: ApprovingProvider) -> MCPServer:
         provider.access_token_lifetime = seconds
         return JSONResponse({"seconds": seconds})
 
+    async def withhold(request: Request) -> Response:
+        try:
+            scope = (await request.json())["scope"]
+        except (ValueError, KeyError, TypeError):
+            scope = None
+        if not isinstance(scope, str) or not scope:
+            return JSONResponse({"error": 'body must be {"scope": S}'}, status_code=400)
+        provider.withheld.add(scope)
+        return JSONResponse({"withheld": sorted(provider.withheld)})
+
     server.custom_route("/__control/stats", methods=["GET"])(control(stats))
     server.custom_route("/__control/expire-access-tokens", methods=["POST"])(control(expire))
     server.custom_route("/__control/revoke-refresh-tokens", methods=["POST"])(
         control(revoke_refresh)
     )
     server.custom_route("/__control/access-token-lifetime", methods=["POST"])(control(lifetime))
+    server.custom_route("/__control/withhold-scope", methods=["POST"])(control(withhold))
     return server
 
 

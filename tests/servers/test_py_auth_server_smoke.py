@@ -435,6 +435,20 @@ def test_step_up_on_403_insufficient_scope(py_auth_server: StartServer) -> None:
     assert json.loads(mcp.text("whoami", {}))["scopes"] == ["admin", "user"]
 
 
+def test_a_withheld_scope_is_never_granted(py_auth_server: StartServer) -> None:
+    peer = py_auth_server("--mode", "json")
+    flow = Flow(peer)
+    flow.discover()
+    flow.register()
+    assert flow.control("withhold-scope", {"scope": "admin"}) == {"withheld": ["admin"]}
+    narrower = flow.exchange(flow.authorize("user admin"))
+    assert narrower["scope"] == "user"  # asked for both, granted less
+    mcp = Mcp(peer.url, narrower["access_token"])
+    mcp.initialize()
+    assert mcp.call("admin_echo", {"text": "x"}).status == 403
+    assert flow.control("stats")["insufficient_scope"] == 1
+
+
 def test_revocation_revokes_the_pair(py_auth_server: StartServer) -> None:
     peer = py_auth_server("--mode", "json")
     flow = Flow(peer)
