@@ -259,6 +259,7 @@ class Authorization:
             return
         if isinstance(event, HttpResponseStarted) and event.status not in (401, 403):
             self._authorizations = 0  # the server took a request: the episode is over
+            self._refused.pop(event.stream, None)  # a request sent again was taken
         elif isinstance(event, HttpResponseStarted):
             challenge = oauth.bearer_challenge(find_header(event.headers, "www-authenticate"))
             scope_wanted = challenge is not None and challenge.error == "insufficient_scope"

@@ -690,3 +690,17 @@ def test_the_token_goes_to_the_resource_only() -> None:
     assert bearer and all(r.url == SERVER for r in bearer)
     others = [r for r in requests if r.url != SERVER]
     assert others and all(h.header(r, "Authorization") in (None,) for r in others)
+
+
+def test_a_request_sent_again_and_taken_is_forgotten() -> None:
+    h = AuthHarness()
+    h.login()
+    t = h.call("echo")
+    call = h.request("tools/call")
+    h.take()
+    h.respond(call, 401, headers=CHALLENGE)
+    h.token({"access_token": "tok-2", "token_type": "Bearer"})
+    layer: Any = h.machine._transport
+    assert len(layer._refused) == 1  # sent again: a second 401 would fail it
+    h.result_for(h.request("tools/call"), TEXT_RESULT)
+    assert h.result(t).text == "hi" and not layer._refused
