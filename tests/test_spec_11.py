@@ -21,6 +21,7 @@ ROWS: dict[str, list[str]] = {
         "tests/drivers/test_oauth_drivers.py::test_oauth_disabled_keeps_a_401_a_plain_connect_failure",
     ],
     "OAuth as a pure sub-machine both drivers feed (the blocking client too)": [
+        "tests/drivers/test_oauth_real_server.py::test_login_then_echo_and_whoami",
         "tests/core/test_authorization.py::test_the_whole_authorization_code_flow_on_a_401_to_initialize",
         "tests/drivers/test_oauth_drivers.py::test_login_with_an_authorize_callback_then_a_call",
     ],
@@ -62,6 +63,7 @@ ROWS: dict[str, list[str]] = {
         "tests/drivers/test_oauth_drivers.py::test_client_credentials_with_a_signed_assertion",
     ],
     "refresh tokens are used before a new authorization": [
+        "tests/drivers/test_oauth_real_server.py::test_an_expired_token_is_refreshed_once",
         "tests/core/test_authorization.py::test_work_waits_for_the_token_and_a_refresh_comes_before_a_new_authorization",
         "tests/core/test_authorization.py::test_a_refused_refresh_token_means_authorizing_again",
         "tests/drivers/test_oauth_drivers.py::test_an_expired_token_is_refreshed_without_the_user",
@@ -76,6 +78,7 @@ ROWS: dict[str, list[str]] = {
         "tests/core/test_authorization.py::test_the_whole_authorization_code_flow_on_a_401_to_initialize",
     ],
     "403 insufficient_scope steps up with the union of scopes, at most 3 attempts": [
+        "tests/drivers/test_oauth_real_server.py::test_a_server_that_keeps_refusing_ends_the_step_ups_with_authorization_failed",
         "tests/core/test_oauth.py::test_union_scopes_keeps_the_first_order",
         "tests/core/test_authorization.py::test_step_up_asks_for_the_union_of_scopes_at_most_three_times",
         "tests/core/test_authorization.py::test_at_most_three_authorizations_in_a_row_counting_the_first",
@@ -100,6 +103,7 @@ ROWS: dict[str, list[str]] = {
         "tests/drivers/test_oauth_drivers.py::test_a_stored_token_is_used_without_any_flow",
     ],
     "no token, code, verifier, secret or assertion in an error, log, repr, Status or recording": [
+        "tests/drivers/test_oauth_real_server.py::test_no_secret_in_a_log_record_a_repr_or_a_status",
         "tests/core/test_authorization.py::test_secrets_stay_out_of_recordings_and_reprs",
         "tests/core/test_authorization.py::test_the_token_goes_to_the_resource_only",
         "tests/drivers/test_oauth_drivers.py::test_no_secret_reaches_a_log_record_a_repr_or_a_recording",
