@@ -205,17 +205,24 @@ class Authorization:
         self, connection: Connection, message: Mapping[str, Any], request_id: int | None
     ) -> None:
         """Send now with the token, or hold until there is one."""
+        phase = self.phase
+        # The common case first, allocating nothing: it runs for every request.
+        if phase is AuthPhase.UNAUTHORIZED or (
+            phase is AuthPhase.AUTHORIZED and not self._expired()
+        ):
+            self._inner.send(connection, message, request_id)
+            return
         held = _Held(connection, message, request_id)
-        if self.phase is AuthPhase.REFUSED:
+        if phase is AuthPhase.REFUSED:
             self._held.append(held)
             self._refuse_held()
-        elif self.phase not in (AuthPhase.UNAUTHORIZED, AuthPhase.AUTHORIZED):
+        elif phase is not AuthPhase.AUTHORIZED:
             self._held.append(held)  # a token is on its way
-        elif self._expired() and self._refresh_token is not None and self._server is not None:
-            self._held.append(held)
+        elif self._refresh_token is not None and self._server is not None:
+            self._held.append(held)  # expired: refresh before sending
             self._guard(self._refresh)
         else:
-            self._inner.send(connection, message, request_id)
+            self._inner.send(connection, message, request_id)  # the server will say
 
     def acknowledge(self, connection: Connection, message: Mapping[str, Any]) -> bool:
         return self._inner.acknowledge(connection, message)
@@ -253,24 +260,28 @@ class Authorization:
     def handle(self, event: HttpEvent) -> None:
         """An HTTP event: this layer's own request, a refusal for want of a token, or the
         transport's business."""
-        fetch = self._fetches.get(event.stream)
-        if fetch is not None:
-            self._on_fetch_event(event, fetch)
-            return
-        if isinstance(event, HttpResponseStarted) and event.status not in (401, 403):
-            self._authorizations = 0  # the server took a request: the episode is over
-            self._refused.pop(event.stream, None)  # a request sent again was taken
-        elif isinstance(event, HttpResponseStarted):
-            challenge = oauth.bearer_challenge(find_header(event.headers, "www-authenticate"))
-            scope_wanted = challenge is not None and challenge.error == "insufficient_scope"
-            if event.status == 401 or scope_wanted:
-                taken = self._inner.take(event.stream)
-                if taken is not None:
-                    held = _Held(*taken)
-                    held.refused = self._refused.pop(event.stream, 0)
-                    self._challenge = challenge
-                    self._on_challenge(held, event.status)
-                    return
+        # Every response event passes here: the common case decides with few lookups.
+        if self._fetches:
+            fetch = self._fetches.get(event.stream)
+            if fetch is not None:
+                self._on_fetch_event(event, fetch)
+                return
+        if type(event) is HttpResponseStarted:
+            if event.status != 401 and event.status != 403:
+                self._authorizations = 0  # the server took a request: the episode is over
+                if self._refused:
+                    self._refused.pop(event.stream, None)  # a request sent again was taken
+            else:
+                challenge = oauth.bearer_challenge(find_header(event.headers, "www-authenticate"))
+                scope_wanted = challenge is not None and challenge.error == "insufficient_scope"
+                if event.status == 401 or scope_wanted:
+                    taken = self._inner.take(event.stream)
+                    if taken is not None:
+                        held = _Held(*taken)
+                        held.refused = self._refused.pop(event.stream, 0)
+                        self._challenge = challenge
+                        self._on_challenge(held, event.status)
+                        return
         self._inner.handle(event)
 
     def handle_auth(self, event: AuthEvent) -> None:

@@ -379,16 +379,18 @@ class HttpTransport:
             return  # aborted or finished: whatever the driver still had is late
         link = self._links[connection.index]
         stream = link.streams[event.stream]
-        if isinstance(event, HttpBodyReceived):
-            self._on_body(connection, link, event.stream, stream, event.data)
-        elif isinstance(event, HttpResponseStarted):
-            self._on_head(connection, link, event, stream)
+        kind = type(event)
+        if kind is HttpBodyReceived:
+            data = event.data  # type: ignore[union-attr]
+            self._on_body(connection, link, event.stream, stream, data)
+        elif kind is HttpResponseStarted:
+            self._on_head(connection, link, event, stream)  # type: ignore[arg-type]
         else:
             del self._stream_connections[event.stream], link.streams[event.stream]
-            if isinstance(event, HttpResponseEnded):
+            if kind is HttpResponseEnded:
                 self._on_end(connection, link, event.stream, stream)
             else:
-                self._on_failed(connection, link, event, stream)
+                self._on_failed(connection, link, event, stream)  # type: ignore[arg-type]
 
     def _on_head(
         self, connection: Connection, link: _Link, event: HttpResponseStarted, stream: _Stream

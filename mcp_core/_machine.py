@@ -58,7 +58,7 @@ CLOSE_MARGIN`` seconds whatever the driver reports: that deadline is in ``next_d
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
 from . import _jsonrpc as rpc
@@ -109,7 +109,7 @@ from ._http_transport import HttpTransport
 from ._jitter import Jitter, backoff_delay
 from ._models import Status
 from ._opening import Opening
-from ._phases import Phase, SessionPhase, Step, session_step
+from ._phases import SESSION_TABLE, Phase, SessionPhase, Step, session_step
 from ._results import (
     MAX_INPUT_ROUNDS,
     MAX_TOOL_PAGES,
@@ -242,6 +242,35 @@ class SessionMachine:
             self,
             self._out,
         )
+        # Each event type's handler, bound once: handle() is on every call's path.
+        transport = self._transport.handle
+        self._route: dict[type[Event], Callable[[Any], None]] = {
+            CallTool: self._calls.call_tool,
+            StdoutReceived: transport,
+            **dict.fromkeys(
+                (ProcessSpawned, SpawnFailed, StdoutClosed, StderrReceived, ProcessExited),
+                transport,
+            ),
+            WriteFailed: transport,
+            **dict.fromkeys(
+                (HttpResponseStarted, HttpBodyReceived, HttpResponseEnded, HttpFailed), transport
+            ),
+            AwaitReady: self._on_await_ready,
+            ListTools: self._calls.list_tools,
+            CancelCall: self._on_cancel,
+            Close: self._on_close,
+            ServerRequestAnswered: self._on_server_request_answered,
+            **dict.fromkeys(
+                (
+                    AuthorizationPrepared,
+                    AuthorizationRedirected,
+                    AuthorizationAbandoned,
+                    AssertionSigned,
+                ),
+                self._on_authorization,
+            ),
+            TimerFired: self._on_timer,
+        }
         self._waiters: dict[int, float] = {}  # await_ready ticket -> deadline
         # The waiters (a subset of _waiters) that a failed attempt answers (fail_fast).
         self._fail_fast_waiters: set[int] = set()
@@ -262,15 +291,21 @@ class SessionMachine:
 
         ``UnexpectedEvent`` (nothing changed) for an event the transition tables do not allow
         in the current phase: a driver bug, never a server's doing."""
-        phase = session_step(self._phase, event)
+        kind = type(event)
+        phase = SESSION_TABLE.get((self._phase, kind))
+        if phase is None:
+            session_step(self._phase, event)  # raises UnexpectedEvent, naming both
         self.now = event.now
-        if type(event) is Connect:
-            self._on_connect(phase)
+        if kind is Connect:
+            self._on_connect(phase)  # type: ignore[arg-type]
         else:
-            _DISPATCH[type(event)](self, event)
-        out = self._out[:]
-        self._out.clear()
-        return out
+            self._route[kind](event)
+        out = self._out
+        if not out:
+            return []
+        actions = out[:]
+        out.clear()
+        return actions
 
     def next_deadline(self) -> float | None:
         """The earliest time at which ``TimerFired`` has something to do, or ``None``."""
@@ -489,9 +524,6 @@ class SessionMachine:
         self._transport.resume_due(connection, now)
 
     # --- what the transports report (the Session protocol) -----------------------------------
-
-    def _on_transport(self, event: Event) -> None:
-        self._transport.handle(event)  # type: ignore[arg-type]
 
     def _on_authorization(self, event: AuthEvent) -> None:
         if not isinstance(self._transport, Authorization):
@@ -762,27 +794,3 @@ class SessionMachine:
             del self._waiters[ticket]
             self._reply(ticket, error=error)
         self._fail_fast_waiters.clear()
-
-
-_DISPATCH: dict[type[Event], Any] = {
-    CallTool: lambda machine, event: machine._calls.call_tool(event),
-    StdoutReceived: SessionMachine._on_transport,
-    **dict.fromkeys(
-        (ProcessSpawned, SpawnFailed, StdoutClosed, StderrReceived, ProcessExited, WriteFailed),
-        SessionMachine._on_transport,
-    ),
-    **dict.fromkeys(
-        (HttpResponseStarted, HttpBodyReceived, HttpResponseEnded, HttpFailed),
-        SessionMachine._on_transport,
-    ),
-    AwaitReady: SessionMachine._on_await_ready,
-    ListTools: lambda machine, event: machine._calls.list_tools(event),
-    CancelCall: SessionMachine._on_cancel,
-    Close: SessionMachine._on_close,
-    ServerRequestAnswered: SessionMachine._on_server_request_answered,
-    **dict.fromkeys(
-        (AuthorizationPrepared, AuthorizationRedirected, AuthorizationAbandoned, AssertionSigned),
-        SessionMachine._on_authorization,
-    ),
-    TimerFired: SessionMachine._on_timer,
-}
