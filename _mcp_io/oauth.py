@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import parse_qsl, urlsplit
 
 from mcp_core import (
@@ -49,10 +49,13 @@ from mcp_core import (
     StoredAuthorization,
     TokenStore,
 )
-from mcp_core._oauth import canonical_resource, client_assertion_claims
 
 from .http import os_message
-from .redirect import RedirectError, RedirectListener, RedirectTimeout, open_browser
+
+# The OAuth helpers and the redirect listener load when a login needs them, not with the
+# driver: most clients never log in.
+if TYPE_CHECKING:
+    from .redirect import RedirectListener
 
 __all__ = [
     "BROWSER_TIMEOUT",
@@ -99,6 +102,8 @@ def stored(store: TokenStore, spec: Spec, clock: Clock) -> StoredAuthorization |
     """The machine's ``authorization=``: ``store``'s record for the server, its ``expires_at``
     on ``clock`` (the driver's monotonic clock). What the store raises (a ``TokenStoreError``
     for a bad file) propagates: the client is not built."""
+    from mcp_core._oauth import canonical_resource
+
     assert spec.url is not None
     with _STORE_LOCK:
         record = store.load(canonical_resource(spec.url))
@@ -178,6 +183,8 @@ class BrowserStep:
     def prepare(self) -> AuthorizationPrepared | AuthorizationAbandoned:
         """``PrepareAuthorization``: the redirect URI, with fresh random bytes. Binding the
         listener does not block."""
+        from .redirect import RedirectError, RedirectListener
+
         self.close()  # a listener of an earlier attempt that never got its Authorize
         if self._authorize is not None:
             redirect_uri = _callback_redirect_uri(self._authorize, self._port)
@@ -196,6 +203,8 @@ class BrowserStep:
     def wait_for_browser(self, url: str) -> AuthorizationRedirected | AuthorizationAbandoned:
         """The default ``Authorize``, blocking: open ``url`` in the user's browser and wait for
         the redirect on the listener (``BROWSER_TIMEOUT``)."""
+        from .redirect import RedirectError, RedirectTimeout, open_browser
+
         with self._guard:
             listener = self._listener
         if listener is None:  # closed by stop() meanwhile
@@ -335,6 +344,8 @@ def sign_assertion(
             f"the key file {key_file} holds a key that cannot sign here: use an RSA key "
             "(RS256) or an EC P-256 key (ES256)"
         )
+    from mcp_core._oauth import client_assertion_claims
+
     claims = client_assertion_claims(
         client_id=action.client_id,
         audience=action.audience,

@@ -45,8 +45,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from mcp_core import McpError, StoredAuthorization
 from mcp_core._spec import redact_url
 
@@ -79,6 +77,8 @@ class TokenStoreError(McpError):
 def default_token_path() -> Path:
     """``tokens.json`` in the user's data directory (``platformdirs.user_data_dir``, e.g.
     ``~/.local/share/mcp-sansio-client`` on Linux). Nothing is created."""
+    import platformdirs  # only for the default path: loaded when a store needs one
+
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / FILE_NAME
 
 

@@ -37,7 +37,6 @@ from ._actions import (
     StartHttp,
     WriteStdin,
 )
-from ._authorization import OAuthSettings
 from ._config import InvalidConfig, LoadedConfig, load_config
 from ._eras import LATEST_LEGACY, LEGACY_VERSIONS, MODERN_VERSION
 from ._errors import (
@@ -102,6 +101,7 @@ from ._models import (
     UnknownContent,
 )
 from ._names import normalise_server, parse_tool_name, tool_name
+from ._oauth_settings import OAuthSettings
 from ._spec import Spec
 from ._spend import BudgetExhausted, InMemorySpendGate, Reservation, SpendGate
 from ._tokens import InMemoryTokenStore, StoredAuthorization, TokenStore

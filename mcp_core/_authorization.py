@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from . import _oauth as oauth
 from ._actions import (
@@ -60,6 +60,7 @@ from ._events import (
 )
 from ._http import find_header
 from ._http_transport import HttpEvent, HttpTransport
+from ._oauth_settings import OAuthSettings
 from ._phases import AuthPhase, AuthStep, auth_step
 from ._spec import Spec
 from ._tokens import StoredAuthorization
@@ -79,34 +80,6 @@ ENTROPY_BYTES = 48
 AuthEvent = (
     AuthorizationPrepared | AuthorizationRedirected | AuthorizationAbandoned | AssertionSigned
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OAuthSettings:
-    """How this client identifies itself to authorization servers, and what it may do.
-
-    ``client_id`` (and ``client_secret``) for a pre-registered client; ``client_metadata_url``
-    for a Client ID Metadata Document; neither: RFC 7591 registration. ``grant`` is
-    ``authorization_code`` (a user in a browser) or ``client_credentials`` (a machine client,
-    with a secret or, when ``private_key`` is true, a key the driver signs assertions with).
-    ``scope`` replaces the scope selection when given. ``interactive`` false: the browser step
-    is not allowed here, a flow that needs it fails with ``AuthorizationRequired``."""
-
-    client_id: str | None = None
-    client_secret: str | None = None
-    client_metadata_url: str | None = None
-    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
-    private_key: bool = False
-    scope: str | None = None
-    client_name: str = "mcp-sansio-client"
-    interactive: bool = True
-
-    def __repr__(self) -> str:
-        secret = None if self.client_secret is None else "[redacted]"
-        return (
-            f"OAuthSettings(client_id={self.client_id!r}, client_secret={secret!r}, "
-            f"grant={self.grant!r}, interactive={self.interactive!r})"
-        )
 
 
 @dataclass(slots=True, eq=False)

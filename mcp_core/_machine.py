@@ -59,12 +59,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _jsonrpc as rpc
 from ._actions import Action, Log, Reply
 from ._admission import Admission
-from ._authorization import AuthEvent, Authorization, OAuthSettings
 from ._calls import Calls
 from ._connection import DISCOVER, Connection, Work
 from ._eras import (
@@ -108,6 +107,7 @@ from ._events import (
 from ._http_transport import HttpTransport
 from ._jitter import Jitter, backoff_delay
 from ._models import Status
+from ._oauth_settings import OAuthSettings
 from ._opening import Opening
 from ._phases import SESSION_TABLE, Phase, SessionPhase, Step, session_step
 from ._results import (
@@ -118,6 +118,9 @@ from ._server_requests import ELICITATION_MODES, HANDLED_REQUESTS, ServerRequest
 from ._spec import Spec
 from ._stdio_transport import StdioTransport
 from ._tokens import StoredAuthorization
+
+if TYPE_CHECKING:  # the OAuth layer is imported when a machine needs it
+    from ._authorization import AuthEvent, Authorization
 
 __all__ = [
     "CLOSE_MARGIN",
@@ -211,12 +214,15 @@ class SessionMachine:
             self._connections, spec.queue_limit, lambda: self.in_flight_cap, self._out
         )
         self._transport: StdioTransport | HttpTransport | Authorization
+        self._auth: Authorization | None = None
         if not http:
             self._transport = StdioTransport(spec, self._connections, self, self._out)
         elif oauth is None:
             self._transport = HttpTransport(spec, self._connections, self, self._out)
         else:
-            self._transport = Authorization(
+            from ._authorization import Authorization
+
+            self._transport = self._auth = Authorization(
                 spec,
                 HttpTransport(spec, self._connections, self, self._out),
                 self,
@@ -330,8 +336,7 @@ class SessionMachine:
         """Whether ``event`` carries a credential (an answer of the authorization server's
         token or registration endpoint): a driver records it with ``secret=True``. Ask before
         handling the event."""
-        transport = self._transport
-        return isinstance(transport, Authorization) and transport.is_secret(event)  # type: ignore[arg-type]
+        return self._auth is not None and self._auth.is_secret(event)  # type: ignore[arg-type]
 
     @property
     def phase(self) -> SessionPhase:
@@ -526,9 +531,9 @@ class SessionMachine:
     # --- what the transports report (the Session protocol) -----------------------------------
 
     def _on_authorization(self, event: AuthEvent) -> None:
-        if not isinstance(self._transport, Authorization):
+        if self._auth is None:
             raise UnexpectedEvent(self._phase.name, type(event).__name__, " (no OAuth here)")
-        self._transport.handle_auth(event)
+        self._auth.handle_auth(event)
 
     def transport_up(self, connection: Connection) -> None:
         """The transport is up (process running, or an HTTP endpoint to talk to): start the

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, MutableMapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _jsonrpc as rpc
-from ._authorization import Authorization
 from ._connection import DISCOVER, INITIALIZE, Connection, Requests
 from ._eras import (
     MODERN_VERSION,
@@ -43,6 +42,9 @@ from ._phases import Step
 from ._results import names_our_modern_version, rpc_error
 from ._spec import Spec
 from ._stdio_transport import StdioTransport
+
+if TYPE_CHECKING:
+    from ._authorization import Authorization
 
 __all__ = ["Opener", "Opening"]
 

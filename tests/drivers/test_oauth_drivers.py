@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 import _mcp_io.oauth
+import _mcp_io.redirect
 import mcp_core as core
 from mcp_core._oauth import canonical_resource
 from tests.drivers.facade import DRIVERS, Facade
@@ -295,7 +296,7 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         threading.Thread(target=visit, daemon=True).start()
         return True
 
-    monkeypatch.setattr(_mcp_io.oauth, "open_browser", open_browser)
+    monkeypatch.setattr(_mcp_io.redirect, "open_browser", open_browser)
     return opened
 
 
@@ -312,7 +313,7 @@ async def test_the_default_browser_step_receives_the_redirect_on_its_listener(
 async def test_no_browser_abandons_the_login(
     driver: str, server: OAuthServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_mcp_io.oauth, "open_browser", lambda url: False)
+    monkeypatch.setattr(_mcp_io.redirect, "open_browser", lambda url: False)
     with pytest.raises(core.ConnectFailed, match="no browser could be opened"):
         async with Facade(driver, url=server.url):
             pass
@@ -329,7 +330,7 @@ async def test_stop_ends_a_browser_step_still_waiting(
         opened.set()  # and the user never comes back
         return True
 
-    monkeypatch.setattr(_mcp_io.oauth, "open_browser", open_browser)
+    monkeypatch.setattr(_mcp_io.redirect, "open_browser", open_browser)
     c = Facade(driver, url=server.url, wait=False)
     await c.start()
     with anyio.fail_after(20):
