@@ -5,7 +5,7 @@ performs four actions for it, and this module holds every part of them that is n
 threads or tasks:
 
 - ``TokenKeeper``: the client's token store. ``machine_keywords`` is what the machine is
-  built with: ``OAuthSettings`` from the spec's ``oauth`` mapping (``settings``), and the
+  built with: ``OAuthSettings.from_spec`` (the spec's ``oauth`` mapping), and the
   store's record for the server with its ``expires_at`` moved from the wall clock (the
   store's) to the driver's monotonic clock (the machine's; ``stored``). ``take`` performs
   ``SaveAuthorization``: the record back on the wall clock, into the store.
@@ -49,6 +49,7 @@ from mcp_core import (
     StoredAuthorization,
     TokenStore,
 )
+from mcp_core.driver import token_store_key
 
 from .http import os_message
 
@@ -63,7 +64,6 @@ __all__ = [
     "MachineOAuth",
     "TokenKeeper",
     "redirect_params",
-    "settings",
     "sign_assertion",
     "stored",
 ]
@@ -81,32 +81,13 @@ _STORE_LOCK = threading.Lock()
 Clock = Callable[[], float]
 
 
-def settings(spec: Spec, *, interactive: bool) -> OAuthSettings | None:
-    """The machine's ``oauth=`` for ``spec``: ``None`` when OAuth is off for it (a stdio
-    server, an ``Authorization`` header, or ``oauth: {enabled: false}``)."""
-    if not spec.oauth_enabled:
-        return None
-    oauth = spec.oauth
-    return OAuthSettings(
-        client_id=oauth.get("client_id"),
-        client_secret=oauth.get("client_secret"),
-        client_metadata_url=oauth.get("client_metadata_url"),
-        grant=oauth.get("grant", "authorization_code"),
-        private_key=oauth.get("key_file") is not None,
-        scope=oauth.get("scope"),
-        interactive=interactive,
-    )
-
-
 def stored(store: TokenStore, spec: Spec, clock: Clock) -> StoredAuthorization | None:
     """The machine's ``authorization=``: ``store``'s record for the server, its ``expires_at``
     on ``clock`` (the driver's monotonic clock). What the store raises (a ``TokenStoreError``
     for a bad file) propagates: the client is not built."""
-    from mcp_core._oauth import canonical_resource
-
     assert spec.url is not None
     with _STORE_LOCK:
-        record = store.load(canonical_resource(spec.url))
+        record = store.load(token_store_key(spec.url))
     if record is None or record.expires_at is None:
         return record
     return replace(record, expires_at=clock() + (record.expires_at - time.time()))
@@ -137,7 +118,7 @@ class TokenKeeper:
 
     def machine_keywords(self, spec: Spec, *, interactive: bool) -> MachineOAuth:
         """``oauth=`` and ``authorization=`` for the machine of ``spec`` (see ``stored``)."""
-        oauth = settings(spec, interactive=interactive)
+        oauth = OAuthSettings.from_spec(spec, interactive=interactive)
         record = None if oauth is None else stored(self._store, spec, self._clock)
         return {"oauth": oauth, "authorization": record}
 

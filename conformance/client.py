@@ -68,7 +68,7 @@ import anyio.to_thread
 
 import mcp_asyncio
 from mcp_core import LEGACY_VERSIONS, MODERN_VERSION, InMemoryTokenStore, McpError
-from mcp_core._oauth import canonical_resource
+from mcp_core.driver import token_store_key
 
 ADD = ("add_numbers", {"a": 5, "b": 3})
 # scenario -> the tools to call, in order, with their arguments; () lists the tools only.
@@ -219,7 +219,7 @@ class SecretAudit(logging.Handler):
         self.texts.append(record.getMessage())
 
     def collect(self, store: InMemoryTokenStore, url: str, context: Mapping[str, Any]) -> None:
-        record = store.load(canonical_resource(url))
+        record = store.load(token_store_key(url))
         if record is not None:
             for value in (record.access_token, record.refresh_token, record.client_secret):
                 if value:

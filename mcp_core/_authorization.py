@@ -60,7 +60,7 @@ from ._events import (
 )
 from ._http import find_header
 from ._http_transport import HttpEvent, HttpTransport
-from ._oauth_settings import OAuthSettings
+from ._oauth_settings import OAuthSettings, token_store_key
 from ._phases import AuthPhase, AuthStep, auth_step
 from ._spec import Spec
 from ._tokens import StoredAuthorization
@@ -662,7 +662,7 @@ class Authorization:
         assert client is not None and issuer is not None
         self._out.append(
             SaveAuthorization(
-                server=self._resource,
+                server=token_store_key(self._url),
                 authorization=StoredAuthorization(
                     issuer=issuer,
                     client_id=client.client_id,

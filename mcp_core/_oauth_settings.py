@@ -7,7 +7,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["OAuthSettings"]
+from ._spec import Spec
+
+__all__ = ["OAuthSettings", "token_store_key"]
+
+
+def token_store_key(url: str) -> str:
+    """The key a login for the server at ``url`` is kept under in a ``TokenStore``: its
+    canonical URL (RFC 8707), the name ``SaveAuthorization.server`` carries. One definition for
+    the machine, the drivers loading a login and ``mcp-client logout``."""
+    from ._oauth_metadata import canonical_resource  # the OAuth helpers load when used
+
+    return canonical_resource(url)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,4 +46,22 @@ class OAuthSettings:
         return (
             f"OAuthSettings(client_id={self.client_id!r}, client_secret={secret!r}, "
             f"grant={self.grant!r}, interactive={self.interactive!r})"
+        )
+
+    @classmethod
+    def from_spec(cls, spec: Spec, *, interactive: bool = True) -> OAuthSettings | None:
+        """What ``spec``'s ``oauth`` mapping says, or ``None`` when OAuth is off for it (a
+        stdio server, an ``Authorization`` header, or ``oauth: {enabled: false}``): the
+        machine's ``oauth=``. ``private_key`` is true when a ``key_file`` is set."""
+        if not spec.oauth_enabled:
+            return None
+        oauth = spec.oauth
+        return cls(
+            client_id=oauth.get("client_id"),
+            client_secret=oauth.get("client_secret"),
+            client_metadata_url=oauth.get("client_metadata_url"),
+            grant=oauth.get("grant", "authorization_code"),
+            private_key=oauth.get("key_file") is not None,
+            scope=oauth.get("scope"),
+            interactive=interactive,
         )

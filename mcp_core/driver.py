@@ -5,9 +5,12 @@ spawned server gets, with ``spawn.env`` put on top; ``INHERITED_ENV`` is the lis
 names the machine puts in ``Spawn.inherit`` (the official SDKs' list). ``reservation_facts``
 turns the reservation a caller passed for a priced tool into the plain data a ``CallTool``
 event carries (``reservation=``), so the machine can judge it and a recording can hold it.
+``token_store_key(url)`` is the key a server's login is kept under in a ``TokenStore``, and
+``OAuthSettings.from_spec`` the machine's ``oauth=`` for a spec.
 """
 
+from ._oauth_settings import token_store_key
 from ._spend import reservation_facts
 from ._stdio import INHERITED_ENV, inherit_environment
 
-__all__ = ["INHERITED_ENV", "inherit_environment", "reservation_facts"]
+__all__ = ["INHERITED_ENV", "inherit_environment", "reservation_facts", "token_store_key"]

@@ -85,9 +85,9 @@ from mcp_core import (
     UnknownTool,
     parse_tool_name,
 )
-from mcp_core._oauth import canonical_resource
 from mcp_core._spec import redact_url
 from mcp_core.config import InvalidConfig, LoadedConfig, load_config
+from mcp_core.driver import token_store_key
 from mcp_core.group import ToolTable
 from mcp_core.replay import encode_action, replay
 
@@ -269,7 +269,7 @@ def _stored(store: FileTokenStore, spec: Spec) -> StoredAuthorization | None:
     (its message names the file and what to do, never a token)."""
     assert spec.url is not None
     try:
-        return store.load(canonical_resource(spec.url))
+        return store.load(token_store_key(spec.url))
     except TokenStoreError as exc:
         raise CliError(exc.message, EXIT_BAD_INPUT) from None
 
@@ -877,7 +877,7 @@ def logout(
         click.echo(f"server {server!r} needs no login: {_why_no_oauth(spec)}; nothing to forget")
         return EXIT_OK
     store = _token_store(source)
-    key = canonical_resource(spec.url)
+    key = token_store_key(spec.url)
     try:
         stored = store.load(key)
     except TokenStoreError:  # a bad record, which forget() clears, or a bad file: it says so

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from mcp_core._oauth import canonical_resource
+from mcp_core.driver import token_store_key
 from tests.cli.test_cli import run
 from tests.conftest import py_server_argv
 from tests.drivers import test_oauth_drivers
@@ -67,7 +67,7 @@ def headless(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def record(token_file: Path, server: OAuthServer) -> dict[str, object]:
     servers = json.loads(token_file.read_text())["servers"]
-    entry = servers[canonical_resource(server.url)]
+    entry = servers[token_store_key(server.url)]
     assert isinstance(entry, dict)
     return entry
 

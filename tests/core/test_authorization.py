@@ -12,6 +12,7 @@ import pytest
 
 import mcp_core as core
 from mcp_core._authorization import MAX_AUTHORIZATIONS
+from mcp_core.driver import token_store_key
 from mcp_core.replay import Recorder, encode_action, encode_event
 from mcp_core.states import AuthPhase
 from tests.core.harness import TEXT_RESULT, HttpHarness
@@ -704,3 +705,36 @@ def test_a_request_sent_again_and_taken_is_forgotten() -> None:
     assert len(layer._refused) == 1  # sent again: a second 401 would fail it
     h.result_for(h.request("tools/call"), TEXT_RESULT)
     assert h.result(t).text == "hi" and not layer._refused
+
+
+def test_settings_come_from_the_spec_and_logins_are_kept_under_one_key() -> None:
+    off = [
+        core.Spec(name="s", command="srv"),
+        core.Spec(name="s", url=SERVER, headers={"Authorization": "Bearer x"}),
+        core.Spec(name="s", url=SERVER, oauth={"enabled": False}),
+    ]
+    assert [core.OAuthSettings.from_spec(spec) for spec in off] == [None, None, None]
+    spec = core.Spec(
+        name="s",
+        url=SERVER,
+        oauth={
+            "client_id": "c",
+            "client_secret": "s3",
+            "grant": "client_credentials",
+            "key_file": "/k.pem",
+            "scope": "read",
+        },
+    )
+    settings = core.OAuthSettings.from_spec(spec, interactive=False)
+    assert settings == core.OAuthSettings(
+        client_id="c",
+        client_secret="s3",
+        grant="client_credentials",
+        private_key=True,
+        scope="read",
+        interactive=False,
+    )
+    assert core.OAuthSettings.from_spec(core.Spec(name="s", url=SERVER)) == core.OAuthSettings()
+    # The key a driver loads a login with is the one the machine saves it under
+    # (test_the_whole_authorization_code_flow_on_a_401_to_initialize: save.server == SERVER).
+    assert token_store_key("https://MCP.example.com:443/mcp") == SERVER

@@ -121,7 +121,12 @@ SUBMODULES = {
         "plan_group",
         "server_parts",
     ],
-    "mcp_core.driver": ["INHERITED_ENV", "inherit_environment", "reservation_facts"],
+    "mcp_core.driver": [
+        "INHERITED_ENV",
+        "inherit_environment",
+        "reservation_facts",
+        "token_store_key",
+    ],
     "mcp_core.states": [
         "AUTH_TABLE",
         "CONNECTION_TABLE",

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 import _mcp_io.oauth
 import _mcp_io.redirect
 import mcp_core as core
-from mcp_core._oauth import canonical_resource
+from mcp_core.driver import token_store_key
 from tests.drivers.facade import DRIVERS, Facade
 from tests.servers.http_oauth_server import OAuthServer
 
@@ -92,7 +92,7 @@ def client(driver: str, server: OAuthServer, **fields: Any) -> Facade:
 
 
 def record_of(store: core.TokenStore, server: OAuthServer) -> core.StoredAuthorization:
-    record = store.load(canonical_resource(server.url))
+    record = store.load(token_store_key(server.url))
     assert record is not None
     return record
 
@@ -169,7 +169,7 @@ async def test_a_stored_token_is_used_without_any_flow(driver: str, server: OAut
         refresh_token=refresh,
         expires_at=time.time() + 3600,
     )
-    store.save(canonical_resource(server.url), record)
+    store.save(token_store_key(server.url), record)
 
     def never(url: str) -> str:
         raise AssertionError("no browser step with a stored token")
@@ -194,7 +194,7 @@ async def test_a_stored_expired_token_is_refreshed_before_asking_anyone(
         refresh_token=refresh,
         expires_at=time.time() - 60,  # expired a minute ago, on the wall clock
     )
-    store.save(canonical_resource(server.url), record)
+    store.save(token_store_key(server.url), record)
     async with client(driver, server, token_store=store, interactive=False) as c:
         assert (await c.call_tool("echo", {"text": "fresh"})).text == "fresh"
     assert flows(server) == ["token:refresh_token"]
@@ -223,7 +223,7 @@ async def test_interactive_false_mid_session_gives_authorization_required(
     record = core.StoredAuthorization(
         issuer=server.issuer, client_id="preset", access_token=access, refresh_token=refresh
     )
-    store.save(canonical_resource(server.url), record)
+    store.save(token_store_key(server.url), record)
     async with client(driver, server, token_store=store, interactive=False) as c:
         assert (await c.call_tool("echo", {"text": "1"})).text == "1"
         server.expire_access_tokens()

@@ -40,7 +40,7 @@ import pytest
 import mcp_core as core
 import mcp_core._oauth
 from mcp_core._authorization import _EXPIRY_MARGIN, MAX_AUTHORIZATIONS
-from mcp_core._oauth import canonical_resource
+from mcp_core.driver import token_store_key
 from tests.drivers.facade import DRIVERS, Facade
 from tests.drivers.test_oauth_drivers import follow
 from tests.servers.http_peers import HttpPeer
@@ -183,7 +183,7 @@ def client(driver: str, server: AuthServer, browser: Browser, **fields: Any) -> 
 
 
 def record_of(store: core.TokenStore, server: AuthServer) -> core.StoredAuthorization:
-    record = store.load(canonical_resource(server.url))
+    record = store.load(token_store_key(server.url))
     assert record is not None
     return record
 
