@@ -49,6 +49,7 @@ from mcp_core import (
     StoredAuthorization,
     TokenStore,
 )
+from mcp_core._events import ENTROPY_BYTES
 from mcp_core.driver import token_store_key
 
 from .http import os_message
@@ -71,7 +72,6 @@ __all__ = [
 # How long the default browser step waits for the redirect: time to log in, consent, perhaps
 # fetch a second factor.
 BROWSER_TIMEOUT = 300.0
-ENTROPY_BYTES = 48  # mcp_core._authorization.ENTROPY_BYTES: a PKCE verifier and a state
 CALLBACK_PATH = "/callback"
 _MAX_PARAMETERS = 64
 # Store calls from every client of the process, one at a time: InMemoryTokenStore is not

@@ -74,8 +74,6 @@ __all__ = ["MAX_AUTHORIZATIONS", "AuthEvent", "Authorization", "OAuthSettings"]
 MAX_AUTHORIZATIONS = 3
 # A token this close to its expiry is refreshed before use rather than sent.
 _EXPIRY_MARGIN = 30.0
-# Random bytes per authorization request: a PKCE verifier (32) and a state (16).
-ENTROPY_BYTES = 48
 
 AuthEvent = (
     AuthorizationPrepared | AuthorizationRedirected | AuthorizationAbandoned | AssertionSigned

@@ -260,6 +260,10 @@ class ServerRequestAnswered(Event):
 # --- authorization (OAuth, HTTP only) -------------------------------------------------------
 
 
+# Random bytes an authorization request needs: a PKCE verifier (32) and a state (16).
+ENTROPY_BYTES = 48
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuthorizationPrepared(Event):
     """The answer to ``PrepareAuthorization``: the ``redirect_uri`` the browser step will
@@ -271,8 +275,8 @@ class AuthorizationPrepared(Event):
     entropy: bytes
 
     def __post_init__(self) -> None:
-        if len(self.entropy) != 48:
-            raise ValueError("AuthorizationPrepared.entropy must be 48 random bytes")
+        if len(self.entropy) != ENTROPY_BYTES:
+            raise ValueError(f"AuthorizationPrepared.entropy must be {ENTROPY_BYTES} random bytes")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -96,7 +96,6 @@ class _Link:
     streams: dict[int, _Stream] = field(default_factory=dict)
     resumes: list[_Resume] = field(default_factory=list)
     confirming: int | None = None  # the stream of the initialized POST the session awaits
-    deleting: bool = False  # the DELETE of the session is in flight (on close)
     stop_deadline: float | None = None  # stop waiting for the DELETE then
 
 
@@ -119,8 +118,6 @@ class HttpTransport:
         self.authorization: str | None = None
 
     # --- what the session asks ---------------------------------------------------------------
-
-    name = "http"
 
     @property
     def sse(self) -> bool:
@@ -197,7 +194,6 @@ class HttpTransport:
             return False
         headers = self._headers(connection, "DELETE", None)
         link.session_id = None
-        link.deleting = True
         link.stop_deadline = self._session.now + self._spec.shutdown_grace
         self._start(
             connection,
@@ -360,7 +356,6 @@ class HttpTransport:
             self._abort(stream_id)
 
     def _deleted(self, connection: Connection, link: _Link) -> None:
-        link.deleting = False
         link.stop_deadline = None
         self._session.gone(connection)
 

@@ -80,8 +80,6 @@ class StdioTransport:
 
     # --- what the session asks ---------------------------------------------------------------
 
-    name = "stdio"
-
     def open(self, connection: Connection) -> bool:
         """Spawn a new process for ``connection``; False: it is not up yet (wait for it)."""
         pipe = self._state[connection.index]
