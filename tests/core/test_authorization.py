@@ -55,6 +55,12 @@ class AuthHarness(HttpHarness):
         self.machine = core.SessionMachine(
             self.spec, oauth=oauth or core.OAuthSettings(), authorization=stored
         )
+        self.history: list[core.Action] = []  # every action, take() or not
+
+    def feed(self, event: core.Event) -> list[core.Action]:
+        out = super().feed(event)
+        self.history.extend(out)
+        return out
 
     def requests(self) -> list[core.StartHttp]:
         """The session's own requests (to the MCP server), not the authorization layer's."""
@@ -98,13 +104,22 @@ class AuthHarness(HttpHarness):
         self.respond(request, status, answer)
         return request
 
-    def login(self, session: str | None = None) -> None:
-        """From Connect to a ready session, through the whole authorization code flow."""
+    def refused_at_connect(self, **metadata: Any) -> None:
+        """Connect; the server refuses initialize (401); discovery finds the metadata
+        (``server=`` replaces the authorization server's)."""
         self.feed(core.Connect(now=self.now))
         self.respond(self.request("initialize"), 401, headers=CHALLENGE)
-        self.discover()
+        self.discover(**metadata)
+
+    def registered(self, client_id: str = "c") -> None:
+        """The browser step is prepared and the registration answered."""
         self.prepared()
-        self.respond(self.fetch(f"{ISSUER}/register"), 201, {"client_id": "client-1"})
+        self.respond(self.fetch(f"{ISSUER}/register"), 201, {"client_id": client_id})
+
+    def login(self, session: str | None = None) -> None:
+        """From Connect to a ready session, through the whole authorization code flow."""
+        self.refused_at_connect()
+        self.registered("client-1")
         self.redirected()
         self.token()
         init = self.request("initialize")
@@ -261,11 +276,8 @@ def test_a_403_that_is_not_about_scope_is_the_transports_and_a_401_to_a_get_too(
     # The session's listening GET (opened once initialized was answered) has no message to
     # send again: a 401 there is the transport's business.
     h2 = AuthHarness()
-    h2.feed(core.Connect(now=0.0))
-    h2.respond(h2.request("initialize"), 401, headers=CHALLENGE)
-    h2.discover()
-    h2.prepared()
-    h2.respond(h2.fetch(f"{ISSUER}/register"), 201, {"client_id": "c"})
+    h2.refused_at_connect()
+    h2.registered()
     h2.redirected()
     h2.token()
     h2.result_for(
@@ -309,8 +321,7 @@ def test_a_browser_step_that_fails_fails_the_handshake_for_good(
     waiter = h.await_ready()
     h.respond(h.request("initialize"), 401, headers=CHALLENGE)
     h.discover()
-    h.prepared()
-    h.respond(h.fetch(f"{ISSUER}/register"), 201, {"client_id": "c"})
+    h.registered()
     if outcome == "abandoned":
         h.feed(core.AuthorizationAbandoned(now=0.0, reason="no browser"))
     elif outcome == "bad state":
@@ -337,9 +348,7 @@ def test_client_credentials_with_a_secret_and_with_a_signed_assertion() -> None:
     secret = AuthHarness(
         oauth=core.OAuthSettings(client_id="svc", client_secret="s3", grant="client_credentials")
     )
-    secret.feed(core.Connect(now=0.0))
-    secret.respond(secret.request("initialize"), 401, headers=CHALLENGE)
-    secret.discover()
+    secret.refused_at_connect()
     token = secret.fetch(f"{ISSUER}/token")
     form = secret.form(token)
     assert form["grant_type"] == "client_credentials" and "client_secret" not in form
@@ -366,9 +375,7 @@ def test_client_credentials_with_a_secret_and_with_a_signed_assertion() -> None:
 
 def test_client_credentials_registers_without_a_redirect_and_cimd_needs_no_registration() -> None:
     h = AuthHarness(oauth=core.OAuthSettings(grant="client_credentials"))
-    h.feed(core.Connect(now=0.0))
-    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
-    h.discover()
+    h.refused_at_connect()
     register = h.fetch(f"{ISSUER}/register")
     assert "redirect_uris" not in json.loads(register.body or b"")
     h.respond(register, 201, {"client_id": "machine", "client_secret": "x"})
@@ -376,9 +383,7 @@ def test_client_credentials_registers_without_a_redirect_and_cimd_needs_no_regis
 
     url = "https://app.example.com/client.json"
     cimd = AuthHarness(oauth=core.OAuthSettings(client_metadata_url=url))
-    cimd.feed(core.Connect(now=0.0))
-    cimd.respond(cimd.request("initialize"), 401, headers=CHALLENGE)
-    cimd.discover(server={**AS_METADATA, "client_id_metadata_document_supported": True})
+    cimd.refused_at_connect(server={**AS_METADATA, "client_id_metadata_document_supported": True})
     cimd.prepared()
     assert cimd.authorize_url()["client_id"] == url
 
@@ -447,9 +452,7 @@ def test_a_stored_token_is_used_at_once_and_refreshed_when_expired() -> None:
 def test_a_new_issuer_means_registering_again() -> None:
     stored = core.StoredAuthorization(issuer="https://old.example.com", client_id="old-client")
     h = AuthHarness(stored=stored)
-    h.feed(core.Connect(now=0.0))
-    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
-    h.discover()
+    h.refused_at_connect()
     h.prepared()
     assert h.fetch(f"{ISSUER}/register")
 
@@ -482,17 +485,9 @@ def test_secrets_stay_out_of_recordings_and_reprs() -> None:
         return feed(event)
 
     h.feed = recorded  # type: ignore[method-assign]
-    everything: list[core.Action] = []
-    take = h.take
-
-    def keep() -> list[core.Action]:
-        everything.extend(h.actions)
-        return take()
-
-    h.take = keep  # type: ignore[method-assign]
     h.login()
-    assert any(isinstance(a, core.SaveAuthorization) for a in everything)
-    actions = json.dumps([encode_action(a) for a in everything])
+    assert any(isinstance(a, core.SaveAuthorization) for a in h.history)
+    actions = json.dumps([encode_action(a) for a in h.history])
     text = "".join(lines) + actions + repr(h.machine) + repr(h.machine.status(h.now))
     text += repr(core.OAuthSettings(client_id="c", client_secret="hunter2"))
     for secret in ("tok-1", "r-1", "code-1", "hunter2", base64.b64encode(ENTROPY).decode()):
@@ -527,8 +522,7 @@ def test_edges_of_holding_and_refusing() -> None:
     )
     h.respond(h.request("notifications/initialized"), 401, headers=CHALLENGE)
     h.discover()
-    h.prepared()
-    h.respond(h.fetch(f"{ISSUER}/register"), 201, {"client_id": "c"})
+    h.registered()
     h.redirected()
     h.token()
     assert h.machine.state == "initializing"
@@ -561,8 +555,7 @@ def test_a_failed_code_exchange_and_a_refused_initialized_post() -> None:
     waiter = h.await_ready()
     h.respond(h.request("initialize"), 401, headers=CHALLENGE)
     h.discover()
-    h.prepared()
-    h.respond(h.fetch(f"{ISSUER}/register"), 201, {"client_id": "c"})
+    h.registered()
     h.redirected()
     h.token({"error": "invalid_grant", "error_description": "code reused"}, status=400)
     error = h.error(waiter)
@@ -626,8 +619,7 @@ def test_at_most_three_authorizations_in_a_row_counting_the_first() -> None:
     h.take()
     h.respond(call, 401, headers=CHALLENGE)
     h.discover()
-    h.prepared()
-    h.respond(h.fetch(f"{ISSUER}/register"), 201, {"client_id": "c"})
+    h.registered()
     for attempt in (1, 2, 3):
         assert len(h.of(core.Authorize)) == 1, attempt
         h.redirected()
@@ -674,19 +666,10 @@ def test_a_refused_step_up_fails_that_request_only_and_the_token_serves_the_rest
 def test_the_token_goes_to_the_resource_only() -> None:
     # SPEC §11 (security): the metadata, registration and token requests never carry the
     # bearer token, and every request to the MCP server does once there is one.
-    everything: list[core.Action] = []
     h = AuthHarness()
-    take = h.take
-
-    def keep() -> list[core.Action]:
-        everything.extend(h.actions)
-        return take()
-
-    h.take = keep  # type: ignore[method-assign]
     h.login()
     h.call("echo")
-    everything.extend(h.actions)
-    requests = [a for a in everything if isinstance(a, core.StartHttp)]
+    requests = [a for a in h.history if isinstance(a, core.StartHttp)]
     bearer = [r for r in requests if h.header(r, "Authorization") == "Bearer tok-1"]
     assert bearer and all(r.url == SERVER for r in bearer)
     others = [r for r in requests if r.url != SERVER]
