@@ -25,6 +25,7 @@ __all__ = [
     "PrepareAuthorization",
     "ProgressUpdate",
     "Reply",
+    "ResourceUpdated",
     "SaveAuthorization",
     "SettleReservation",
     "SignAssertion",
@@ -102,6 +103,15 @@ class ProgressUpdate(Action):
     progress: float
     total: float | None = None
     message: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceUpdated(Action):
+    """The server says resource ``uri``, which this client subscribed to, changed
+    (``notifications/resources/updated``): call the application's ``on_update`` for it (the
+    client reads the resource again if it wants the new contents)."""
+
+    uri: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

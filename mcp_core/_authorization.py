@@ -47,7 +47,7 @@ from ._actions import (
     SignAssertion,
     StartHttp,
 )
-from ._connection import Connection, Session, Work
+from ._connection import DISCOVER, INITIALIZE, Connection, Session, Work
 from ._errors import AuthorizationFailed, AuthorizationRequired, ConnectFailed, McpError
 from ._events import (
     AssertionSigned,
@@ -586,8 +586,9 @@ class Authorization:
         the connection for good."""
         requests = entry.connection.requests
         owner = requests.pop(entry.request_id, None) if entry.request_id is not None else None
-        if isinstance(owner, Work):
-            self._session.lose(entry.connection, owner, error)
+        if isinstance(owner, Work) or owner not in (None, DISCOVER, INITIALIZE):
+            assert owner is not None
+            self._session.lose(entry.connection, owner, error, entry.request_id)
         elif owner is not None or entry.confirming:  # the handshake: no use retrying
             failed = ConnectFailed(error.message, permanent=True, cause=error)
             self._session.fail(entry.connection, failed, permanent=True)

@@ -1,12 +1,22 @@
-"""Caller work, from admission to its single reply: ``tools/call`` and ``tools/list``.
+"""Caller work, from admission to its single reply: ``tools/call``, the four lists, and any
+other request a caller sends (``resources/read``, ``prompts/get``, ``completion/complete``,
+``logging/setLevel``, ``ping``, or a method this client has no name for).
 
 A call is checked against its price (SPEC §10), admitted (``_admission.py``), sent on a ready
 connection, and answered: with its result, a JSON-RPC error, ``InvalidResponse`` for a result
 it cannot read, ``RequestTimeout`` at its deadline (the request is cancelled on the wire),
 or the connection's failure. Progress pushes the deadline out, never past
-``max_call_timeout`` from admission. A tool list is paged through ``nextCursor`` and cached
-until the server says it changed; a 2026-07-28 ``input_required`` result is served by the
-application's handlers and retried with their answers.
+``max_call_timeout`` from admission. A 2026-07-28 ``input_required`` result is served by the
+application's handlers and retried with their answers. A method that needs a capability the
+server did not declare is refused before sending (``NotSupported``).
+
+Lists (tools, resources, resource templates, prompts) are paged through ``nextCursor`` and
+cached until the server says they changed (``notifications/*/list_changed``), and no longer
+than the ``ttlMs`` the server gave (2026-07-28 server/utilities/caching: a modern result
+without one is not cached, "treat as 0"; a legacy server's list lives until it changes). Each
+cache belongs to one client and so to one authorization context, which is what
+``cacheScope: "private"`` asks. A stale tool list still tells the schemas: results are checked
+against the output schema of the tool as last listed.
 
 Requests go out through the session (``Requester``), which numbers them and hands them to
 the transport.
@@ -14,31 +24,76 @@ the transport.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import _jsonrpc as rpc
 from ._actions import Action, ProgressUpdate, Reply
 from ._admission import Admission
 from ._connection import Connection, Requests, Work
-from ._eras import modern_meta
+from ._eras import LOG_LEVEL_META, modern_meta
 from ._errors import (
     Busy,
     InvalidResponse,
     JsonRpcError,
     McpError,
+    NotSupported,
     RequestTimeout,
     UnmeteredCall,
     UrlElicitationRequired,
 )
-from ._events import CallTool, ListTools, ServerRequestAnswered
+from ._events import (
+    CallTool,
+    ListItems,
+    ListTools,
+    Request,
+    ServerRequestAnswered,
+    Subscribe,
+    Unsubscribe,
+)
 from ._models import Tool
+from ._output_schema import OutputSchemas
 from ._phases import Phase
-from ._results import call_result, input_requests, rpc_error, tools_page
+from ._results import LISTS, call_result, input_requests, list_page, request_result, rpc_error
 from ._server_requests import ServerRequests
 from ._spec import Spec
 
-__all__ = ["Calls", "Requester"]
+__all__ = ["REQUIRED_CAPABILITY", "Calls", "ListCache", "Requester"]
+
+# The server capability each method needs (2025-11-25 schema, ServerCapabilities). tools/* is
+# not checked: servers that list tools without declaring them are common, and harmless.
+REQUIRED_CAPABILITY = {
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "resources/subscribe": "resources.subscribe",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "completion/complete": "completions",
+    "logging/setLevel": "logging",
+}
+
+
+def missing_capability(capabilities: Mapping[str, Any], method: str) -> str | None:
+    """The capability ``method`` needs that ``capabilities`` lack, or None."""
+    needed = REQUIRED_CAPABILITY.get(method)
+    if needed is None:
+        return None
+    name, _, flag = needed.partition(".")
+    declared = capabilities.get(name)
+    if not isinstance(declared, dict) or (flag and declared.get(flag) is not True):
+        return needed
+    return None
+
+
+@dataclass(slots=True)
+class ListCache:
+    """One list as last fetched."""
+
+    items: list[Any] | None = None  # None: never fetched, or dropped on list_changed
+    fresh_until: float | None = None  # serve it until then; None: until it changes
+    generation: int = 0  # bumped by list_changed: a list fetched before is stale
 
 
 class Requester(Requests, Protocol):
@@ -81,13 +136,30 @@ class Calls:
         self._capabilities = capabilities
         self._session = session
         self._out = out
-        self.tools: list[Tool] | None = None  # the cached tool list, until it changes
-        self._tools_generation = 0
+        self.lists = {kind: ListCache() for kind in LISTS}
+        self._tools_by_name: dict[str, Tool] = {}  # the last tool list, for output schemas
+        self._schemas = OutputSchemas(session.log)
+        self.log_level: str | None = None  # logging/setLevel, kept for every session
+        # The resources a caller subscribed to (an ordered set), renewed on every session;
+        # the modern era's listen streams follow it through ``subscriptions_changed``.
+        self.subscriptions: dict[str, None] = {}
+        self.subscriptions_changed: Callable[[], None] = lambda: None
+
+    @property
+    def tools(self) -> list[Tool] | None:
+        """The tool list as last fetched (even past its ttlMs), None until fetched."""
+        return self.lists["tools"].items
+
+    def list_changed(self, kind: str) -> None:
+        """notifications/<kind>/list_changed: the cache is stale, and so is any list under
+        way. ``resources`` drops the templates too (one notification covers both)."""
+        for name in ("resources", "resource_templates") if kind == "resources" else (kind,):
+            cache = self.lists[name]
+            cache.items = cache.fresh_until = None
+            cache.generation += 1
 
     def tools_changed(self) -> None:
-        """notifications/tools/list_changed: the cache is stale, and so is any list under way."""
-        self.tools = None
-        self._tools_generation += 1
+        self.list_changed("tools")
 
     def cancel(self, ticket: int) -> None:
         """The caller gave up: drop its work, tell the server if the request was sent."""
@@ -130,23 +202,125 @@ class Calls:
         for work in self.drain():
             self._reply(work.ticket, error=error)
 
-    def list_tools(self, event: ListTools) -> None:
-        """A caller asks for the tool list: from the cache, or from the server."""
-        if self.tools is not None and not event.refresh and self._session.state == "ready":
-            self._reply(event.ticket, list(self.tools))
+    def list_tools(self, event: ListTools | ListItems) -> None:
+        """A caller asks for a list: from the cache while it is fresh, or from the server."""
+        kind = event.kind if isinstance(event, ListItems) else "tools"
+        cache = self.lists[kind]
+        now = self._session.now
+        if (
+            cache.items is not None
+            and not event.refresh
+            and (cache.fresh_until is None or now < cache.fresh_until)
+            and self._session.state == "ready"
+        ):
+            self._reply(event.ticket, list(cache.items))
+            return
+        timeout = event.timeout or self._spec.call_timeout
+        method = LISTS[kind][0]
+        if self._refused(event.ticket, method):
             return
         self._admit(
             Work(
                 ticket=event.ticket,
-                method="tools/list",
-                admitted_at=self._session.now,
-                timeout=event.timeout or self._spec.call_timeout,
-                deadline=self._session.now + (event.timeout or self._spec.call_timeout),
-                generation=self._tools_generation,
-                tools=[],
+                method=method,
+                admitted_at=now,
+                timeout=timeout,
+                deadline=now + timeout,
+                kind=kind,
+                generation=cache.generation,
+                items=[],
                 cursors=set(),
             )
         )
+
+    def request(self, event: Request) -> None:
+        """A caller sends any other request."""
+        if self._refused(event.ticket, event.method):
+            return
+        if event.method == "logging/setLevel" and self._modern():
+            # 2026-07-28 removed logging/setLevel: the level rides on every request's _meta.
+            self.log_level = str((event.params or {})["level"])
+            self._reply(event.ticket, None)
+            return
+        timeout = event.timeout or self._spec.call_timeout
+        self._admit(
+            Work(
+                ticket=event.ticket,
+                method=event.method,
+                admitted_at=self._session.now,
+                timeout=timeout,
+                deadline=self._session.now + timeout,
+                params=event.params,
+                raw=event.raw,
+                meta=event.meta,
+            )
+        )
+
+    def subscribe(self, event: Subscribe | Unsubscribe) -> None:
+        """A caller subscribes to a resource's updates, or stops. Legacy: the request
+        (``resources/subscribe`` / ``unsubscribe``) is caller work like any other; modern: the
+        listen streams change (``_subscriptions.py``) and the caller is answered at once."""
+        adding = isinstance(event, Subscribe)
+        method = "resources/subscribe" if adding else "resources/unsubscribe"
+        refusal = self._session.refusal()
+        if refusal is not None:
+            self._reply(event.ticket, error=refusal)
+            return
+        if adding and self._refused(event.ticket, method):
+            return
+        if not adding:
+            self.subscriptions.pop(event.uri, None)  # no update is delivered from now on
+        if self._modern():
+            if adding:
+                self.subscriptions[event.uri] = None
+            self.subscriptions_changed()
+            self._reply(event.ticket, None)
+            return
+        timeout = event.timeout or self._spec.call_timeout
+        self._admit(
+            Work(
+                ticket=event.ticket,
+                method=method,
+                admitted_at=self._session.now,
+                timeout=timeout,
+                deadline=self._session.now + timeout,
+                params={"uri": event.uri},
+            )
+        )
+
+    def _handshakes(self) -> list[Any]:
+        return [c.handshake for c in self._connections if c.phase is Phase.READY]
+
+    def _modern(self) -> bool:
+        return any(h.era == "modern" for h in self._handshakes())
+
+    def _refused(self, ticket: int, method: str) -> bool:
+        """Refuse ``method`` (and answer ``ticket``) when no ready session's server declared
+        what it needs; the caller is told which capability is missing."""
+        handshakes = self._handshakes()
+        known = [h.capabilities for h in handshakes if h.known]
+        if not known or len(known) < len(handshakes):
+            return False  # not ready (admission answers), or not told (era='modern')
+        missing = missing_capability(known[0], method)
+        if missing is None:
+            return False
+        self._reply(ticket, error=NotSupported(method, missing))
+        return True
+
+    def connection_ready(self, connection: Connection) -> None:
+        """A session opened (again): the tool list of an earlier one may be stale, and a
+        legacy session starts at the server's own log level."""
+        assert connection.handshake is not None
+        if connection.handshake.era == "modern":
+            return
+        if self.log_level is not None:
+            self._session.request(
+                connection, "logging/setLevel", {"level": self.log_level}, "logging/setLevel"
+            )
+        for uri in self.subscriptions:
+            self._session.request(
+                connection, "resources/subscribe", {"uri": uri}, "resources/subscribe"
+            )
 
     def call_tool(self, event: CallTool) -> None:
         """A caller calls a tool."""
@@ -242,9 +416,24 @@ class Calls:
             )
         elif work.method == "tools/call":
             value, problem = call_result(result)
+            if value is not None and value.structured_content is not None and not value.is_error:
+                tool = self._tools_by_name.get(work.name)
+                if tool is not None:
+                    problem = self._schemas.check(tool, value.structured_content)
+                    value = None if problem is not None else value
             self.finish(work, value, error=problem)
+        elif work.kind:
+            self._on_list_page(connection, work, result)
+        elif work.method == "ping" and not work.raw:
+            self.finish(work, max(0.0, self._session.now - work.sent_at))
         else:
-            self._on_tools_page(connection, work, result)
+            answer, problem = (result, None) if work.raw else request_result(work.method, result)
+            params = work.params or {}
+            if work.method == "logging/setLevel":
+                self.log_level = str(params.get("level"))
+            elif work.method == "resources/subscribe":
+                self.subscriptions[str(params.get("uri"))] = None
+            self.finish(work, answer, error=problem)
 
     def _on_input_required(
         self, connection: Connection, work: Work, result: Mapping[str, Any]
@@ -296,21 +485,35 @@ class Calls:
             extra["requestState"] = work.request_state
         self._send_work(connection, work, extra)
 
-    def _on_tools_page(self, connection: Connection, work: Work, result: Mapping[str, Any]) -> None:
-        assert work.tools is not None and work.cursors is not None  # a tools/list work
-        cursor, problem, warning = tools_page(result, work.tools, work.cursors)
+    def _on_list_page(self, connection: Connection, work: Work, result: Mapping[str, Any]) -> None:
+        assert work.items is not None and work.cursors is not None  # a list's work
+        cursor, problem, warning = list_page(work.kind, result, work.items, work.cursors)
         if problem is not None:
-            self.finish(work, error=InvalidResponse("tools/list", problem))
+            self.finish(work, error=InvalidResponse(work.method, problem))
             return
+        # 2026-07-28 server/utilities/caching: ttlMs absent "treat as 0", negative as 0; the
+        # list lives as long as its shortest-lived page. Legacy servers send none.
+        ttl = result.get("ttlMs")
+        if isinstance(ttl, int | float) and not isinstance(ttl, bool):
+            ttl = max(0.0, ttl / 1000)
+        else:
+            ttl = 0.0 if connection.modern else None
+        if ttl is not None:
+            work.ttl = ttl if work.ttl is None else min(work.ttl, ttl)
         if cursor is not None:
             work.cursors.add(cursor)
             self._send_work(connection, work, {"cursor": cursor})
             return
         if warning is not None:
             self._session.log("WARNING", warning)
-        if work.generation == self._tools_generation:
-            self.tools = list(work.tools)
-        self.finish(work, list(work.tools))
+        cache = self.lists[work.kind]
+        if work.generation == cache.generation:
+            cache.items = list(work.items)
+            cache.fresh_until = None if work.ttl is None else self._session.now + work.ttl
+        if work.kind == "tools":
+            self._tools_by_name = {tool.name: tool for tool in work.items}
+            self._schemas.reset()
+        self.finish(work, list(work.items))
 
     def _admit(self, work: Work) -> None:
         refusal = self._session.refusal()
@@ -346,16 +549,27 @@ class Calls:
             params["name"] = work.name
             if work.arguments is not None:
                 params["arguments"] = dict(work.arguments)
+        elif work.params:
+            params.update(work.params)
+            given = params.pop("_meta", None)
+            if isinstance(given, dict):  # the caller's own _meta keys, under the protocol's
+                meta = {**given, **meta}
         if extra is not None:
             params.update(extra)  # the next page's cursor, or a retry's inputResponses
         assert connection.handshake is not None
+        method = work.method
         if connection.handshake.era == "modern":
             meta.update(modern_meta(self._capabilities))
+            if self.log_level is not None:
+                meta[LOG_LEVEL_META] = self.log_level
+            if method == "ping" and not work.raw:
+                method = "server/discover"  # 2026-07-28 has no ping; discover is as cheap
         if work.progress:
             # The token is the request id: unique among active requests, as progress requires.
             meta["progressToken"] = self._session.next_request_id
         self._admission.enter(work, connection)
-        work.request_id = self._session.request(connection, work.method, params, work, meta)
+        work.sent_at = self._session.now
+        work.request_id = self._session.request(connection, method, params, work, meta)
 
     def _withdraw(self, work: Work, reason: str) -> None:
         """Take work out of the queue or off its connection; cancel it on the wire if sent."""

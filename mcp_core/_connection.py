@@ -16,7 +16,6 @@ from . import _jsonrpc as rpc
 from ._eras import Handshake
 from ._errors import McpError
 from ._events import Event
-from ._models import Tool
 from ._phases import Phase, SessionPhase, Step, connection_step
 
 __all__ = ["DISCOVER", "INITIALIZE", "Connection", "Requests", "Session", "Work"]
@@ -28,7 +27,8 @@ INITIALIZE = "initialize"
 
 @dataclass(slots=True, eq=False)
 class Work:
-    """One caller's tools/call or tools/list, from admission to its single reply."""
+    """One caller's request (a tools/call, a page of a list, any other request), from
+    admission to its single reply."""
 
     ticket: int
     method: str
@@ -48,10 +48,16 @@ class Work:
     request_state: str | None = None
     slot: int | None = None  # set while it holds a place in a connection's window
     request_id: int | None = None
-    # tools/list paging
-    tools: list[Tool] | None = None
+    # A list (``kind`` as in ``_results.LISTS``), page by page
+    kind: str = ""
+    items: list[Any] | None = None
     cursors: set[str] | None = None
-    generation: int = 0  # of the tool list it was asked under
+    generation: int = 0  # of the list it was asked under
+    ttl: float | None = None  # the smallest ttlMs of its pages, in seconds (2026-07-28)
+    # Any other request: its params; raw: the result as received, not its model
+    params: Mapping[str, Any] | None = None
+    raw: bool = False
+    sent_at: float = 0.0  # when it was last sent (ping's round trip)
 
 
 @dataclass(slots=True, eq=False)
@@ -124,8 +130,15 @@ class Session(Protocol):
     def oversized(self, connection: Connection, request_id: object, size: int) -> None:
         """A message beyond ``max_message_bytes`` was dropped; ``request_id`` as far as read."""
 
-    def lose(self, connection: Connection, owner: Work | str, error: McpError) -> None:
-        """A request, already taken out of ``connection.requests``, will get no answer."""
+    def lose(
+        self,
+        connection: Connection,
+        owner: Work | str,
+        error: McpError,
+        request_id: int | None = None,
+    ) -> None:
+        """A request (``request_id``), already taken out of ``connection.requests``, will get
+        no answer."""
 
     def spawn_failed(self, connection: Connection, reason: str, missing: bool) -> None:
         """The process could not start; the connection is ``IDLE``."""

@@ -18,7 +18,9 @@ __all__ = [
     "CLIENT_INFO",
     "LATEST_LEGACY",
     "LEGACY_VERSIONS",
+    "LOG_LEVEL_META",
     "MODERN_VERSION",
+    "SUBSCRIPTION_META",
     "Handshake",
     "client_capabilities",
     "discover_params",
@@ -35,6 +37,10 @@ MODERN_VERSION = "2026-07-28"
 CLIENT_INFO: Mapping[str, str] = {"name": "mcp-sansio-client", "version": "0.1.0"}
 
 _META = "io.modelcontextprotocol/"
+# 2026-07-28 basic/index §_meta: a request opts in to notifications/message at this level.
+LOG_LEVEL_META = _META + "logLevel"
+# 2026-07-28 basic/patterns/subscriptions: every notification of a listen stream carries it.
+SUBSCRIPTION_META = _META + "subscriptionId"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +51,10 @@ class Handshake:
     protocol_version: str
     server_info: Mapping[str, Any] | None
     capabilities: Mapping[str, Any]
+    instructions: str | None = None
+    # False when the server was not asked (era='modern' goes straight to work, no
+    # server/discover): then ``capabilities`` is empty and nothing is refused for its sake.
+    known: bool = True
 
 
 def client_capabilities(
@@ -64,9 +74,15 @@ def client_capabilities(
 
 
 def initialize_params(capabilities: Mapping[str, Any]) -> dict[str, Any]:
+    """A roots handler also declares ``listChanged``: the client sends
+    ``notifications/roots/list_changed`` when told its roots changed (``RootsChanged``). The
+    2026-07-28 ``roots`` capability has no such flag (and no such notification)."""
+    declared = dict(capabilities)
+    if "roots" in declared:
+        declared["roots"] = {"listChanged": True}
     return {
         "protocolVersion": LATEST_LEGACY,
-        "capabilities": dict(capabilities),
+        "capabilities": declared,
         "clientInfo": dict(CLIENT_INFO),
     }
 
@@ -94,11 +110,13 @@ def parse_initialize_result(result: Mapping[str, Any]) -> Handshake:
         raise UnsupportedVersion(version, LEGACY_VERSIONS)
     capabilities = result.get("capabilities")
     info = result.get("serverInfo")
+    instructions = result.get("instructions")
     return Handshake(
         era="legacy",
         protocol_version=version,
         server_info=info if isinstance(info, dict) else None,
         capabilities=capabilities if isinstance(capabilities, dict) else {},
+        instructions=instructions if isinstance(instructions, str) else None,
     )
 
 
@@ -112,9 +130,11 @@ def parse_discover_result(result: Mapping[str, Any]) -> Handshake | None:
     meta = result.get("_meta")
     info = meta.get(_META + "serverInfo") if isinstance(meta, dict) else None
     capabilities = result.get("capabilities")
+    instructions = result.get("instructions")
     return Handshake(
         era="modern",
         protocol_version=MODERN_VERSION,
         server_info=info if isinstance(info, dict) else None,
         capabilities=capabilities if isinstance(capabilities, dict) else {},
+        instructions=instructions if isinstance(instructions, str) else None,
     )

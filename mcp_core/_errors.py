@@ -24,6 +24,8 @@ __all__ = [
     "MessageTooLarge",
     "NoHttpClient",
     "NotReady",
+    "NotSupported",
+    "OutputValidationError",
     "RequestTimeout",
     "ServerExited",
     "SessionRejected",
@@ -267,3 +269,31 @@ class UnknownTool(McpError):
     def __init__(self, name: str, hint: str) -> None:
         super().__init__(f"no server of this group has a tool named {name!r}: {hint}")
         self.name = name
+
+
+class NotSupported(McpError):
+    """The server did not declare what ``method`` needs (its capabilities, from the
+    handshake), so nothing was sent: 2025-11-25 basic/lifecycle, both parties "SHOULD" use only
+    capabilities that were negotiated."""
+
+    def __init__(self, method: str, capability: str) -> None:
+        super().__init__(
+            f"{method} was not sent: the server does not declare the {capability!r} "
+            "capability (status().capabilities shows what it offers)"
+        )
+        self.method = method
+
+
+class OutputValidationError(McpError):
+    """A tool's ``structuredContent`` does not match its ``outputSchema`` (or, with
+    ``output_type=``, that type). ``path`` is where in the structured content (``$`` is the
+    whole of it); ``problem`` is the checker's finding, cut to 200 characters."""
+
+    def __init__(self, tool: str, path: str, problem: str) -> None:
+        super().__init__(
+            f"the result of tool {tool!r} does not match its output schema at {path}: "
+            f"{problem[:200]} (the server broke its own schema: fix the server, or call it "
+            "without output checks through request())"
+        )
+        self.tool = tool
+        self.path = path

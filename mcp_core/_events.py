@@ -33,17 +33,40 @@ __all__ = [
     "HttpFailed",
     "HttpResponseEnded",
     "HttpResponseStarted",
+    "ListItems",
     "ListTools",
     "ProcessExited",
     "ProcessSpawned",
+    "Request",
+    "RootsChanged",
     "ServerRequestAnswered",
     "SpawnFailed",
     "StderrReceived",
     "StdoutClosed",
     "StdoutReceived",
+    "Subscribe",
     "TimerFired",
+    "Unsubscribe",
     "WriteFailed",
 ]
+
+# RFC 5424 severities, the levels of logging/setLevel and notifications/message.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+# Methods a caller does not send through ``Request``: the machine sends them itself, or a
+# dedicated event does (a tools/call may be priced, a subscription outlives its request).
+_NOT_BY_REQUEST = {
+    "initialize": "the machine opens every session itself",
+    "server/discover": "the machine probes the server itself",
+    "tools/call": "use CallTool (call_tool), which checks prices and validates results",
+    "tools/list": "use ListTools (list_tools), which pages and caches",
+    "resources/list": "use ListItems (list_resources), which pages and caches",
+    "resources/templates/list": "use ListItems (list_resource_templates)",
+    "prompts/list": "use ListItems (list_prompts), which pages and caches",
+    "resources/subscribe": "use Subscribe (subscribe), which outlives a reconnect",
+    "resources/unsubscribe": "use Unsubscribe (unsubscribe)",
+    "subscriptions/listen": "use Subscribe (subscribe); the machine keeps the stream",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +112,94 @@ class ListTools(Event):
     def __post_init__(self) -> None:
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError("ListTools.timeout must be > 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListItems(Event):
+    """A caller asks for a list other than tools: ``kind`` is 'resources',
+    'resource_templates' or 'prompts' (from the cache unless ``refresh``)."""
+
+    ticket: int
+    kind: str
+    refresh: bool = False
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("resources", "resource_templates", "prompts", "tools"):
+            raise ValueError(
+                "ListItems.kind must be 'resources', 'resource_templates' or 'prompts'"
+            )
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("ListItems.timeout must be > 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request(Event):
+    """A caller sends request ``method`` with ``params`` and gets its result.
+
+    The machine refuses a method the server did not declare (``NotSupported``) before
+    sending, adds what the era needs, and reads the answer: ``resources/read``,
+    ``prompts/get`` and ``completion/complete`` give their models, ``logging/setLevel``
+    None, ``ping`` the round trip in seconds, any other method the result as received (all of
+    them with ``raw=True``). ``logging/setLevel`` is kept: the machine applies it to every
+    session it opens later (2026-07-28: on every request's ``_meta`` instead, nothing sent);
+    ``ping`` in 2026-07-28, which has none, is a ``server/discover`` round trip."""
+
+    ticket: int
+    method: str
+    params: Mapping[str, Any] | None = None
+    timeout: float | None = None
+    raw: bool = False
+    meta: Mapping[str, Any] | None = None  # as CallTool.meta
+
+    def __post_init__(self) -> None:
+        if self.method in _NOT_BY_REQUEST:
+            why = _NOT_BY_REQUEST[self.method]
+            raise ValueError(f"{self.method} is not sent with Request: {why}")
+        if self.method.startswith("notifications/") or not self.method:
+            raise ValueError(f"{self.method!r} is not a request method")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("Request.timeout must be > 0")
+        if self.method == "logging/setLevel":
+            level = (self.params or {}).get("level")
+            if level not in LOG_LEVELS:
+                raise ValueError(f"logging level must be one of {', '.join(LOG_LEVELS)}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Subscribe(Event):
+    """A caller wants ``ResourceUpdated`` for ``uri`` until it unsubscribes (legacy:
+    ``resources/subscribe``; 2026-07-28: the ``subscriptions/listen`` stream the machine
+    keeps). The subscription outlives reconnects: the machine renews it on every new
+    session. Answered once the server accepted it."""
+
+    ticket: int
+    uri: str
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("Subscribe.timeout must be > 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unsubscribe(Event):
+    """Stop the updates of ``uri``; answered once the server was told (None)."""
+
+    ticket: int
+    uri: str
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("Unsubscribe.timeout must be > 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RootsChanged(Event):
+    """The application's roots changed: the machine sends
+    ``notifications/roots/list_changed`` on every legacy session (the roots handler declares
+    ``roots.listChanged``); 2026-07-28 has no such notification, so nothing is sent."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

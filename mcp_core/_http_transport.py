@@ -458,7 +458,8 @@ class HttpTransport:
         self._abort(stream_id)
         error = MessageTooLarge(size, self._spec.max_message_bytes)
         if request_id is not None and request_id in connection.requests:
-            self._session.lose(connection, connection.requests.pop(request_id), error)
+            owner = connection.requests.pop(request_id)
+            self._session.lose(connection, owner, error, request_id)
 
     def _on_end(self, connection: Connection, link: _Link, stream_id: int, stream: _Stream) -> None:
         if stream.kind == "delete":
@@ -507,7 +508,9 @@ class HttpTransport:
             return
         owner = connection.requests.pop(request_id)
         method = owner.method if isinstance(owner, Work) else owner
-        self._session.lose(connection, owner, InvalidResponse(method, f"{what} before the answer"))
+        self._session.lose(
+            connection, owner, InvalidResponse(method, f"{what} before the answer"), request_id
+        )
 
     def _on_status(self, connection: Connection, link: _Link, stream: _Stream, body: bytes) -> None:
         """A non-2xx answer: what it means depends on the status, the era and the request."""
@@ -531,7 +534,7 @@ class HttpTransport:
             return
         request_id = stream.request_id
         error = http_error(status, stream.headers)
-        handshake = not isinstance(owner, Work)
+        handshake = owner in (DISCOVER, INITIALIZE)
         if status in (401, 403):
             del requests[request_id]
             if handshake:
@@ -543,7 +546,7 @@ class HttpTransport:
                 )
                 self._session.fail(connection, failed, permanent=True)
             else:
-                self._session.lose(connection, owner, error)
+                self._session.lose(connection, owner, error, request_id)
             return
         if status == 404 and stream.carried_session:
             # "On 404 for a request that carried a session id, the client MUST start a new
@@ -558,6 +561,7 @@ class HttpTransport:
                     "the server no longer knows this session (HTTP 404); the client opened a "
                     "new one: retry the call"
                 ),
+                request_id,
             )
             return
         payload = parse_json_body(body)
@@ -585,7 +589,7 @@ class HttpTransport:
                 ),
             )
         else:
-            self._session.lose(connection, owner, error)
+            self._session.lose(connection, owner, error, request_id)
 
     def _on_endpoint(self, connection: Connection, link: _Link, data: str) -> None:
         endpoint = urljoin(self._url, data.strip())

@@ -62,10 +62,10 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from . import _jsonrpc as rpc
-from ._actions import Action, Log, Reply
+from ._actions import Action, Log, Reply, ResourceUpdated
 from ._admission import Admission
 from ._calls import Calls
-from ._connection import DISCOVER, Connection, Work
+from ._connection import DISCOVER, INITIALIZE, Connection, Work
 from ._eras import (
     Handshake,
     client_capabilities,
@@ -93,15 +93,20 @@ from ._events import (
     HttpFailed,
     HttpResponseEnded,
     HttpResponseStarted,
+    ListItems,
     ListTools,
     ProcessExited,
     ProcessSpawned,
+    Request,
+    RootsChanged,
     ServerRequestAnswered,
     SpawnFailed,
     StderrReceived,
     StdoutClosed,
     StdoutReceived,
+    Subscribe,
     TimerFired,
+    Unsubscribe,
     WriteFailed,
 )
 from ._http_transport import HttpTransport
@@ -117,6 +122,7 @@ from ._results import (
 from ._server_requests import ELICITATION_MODES, HANDLED_REQUESTS, ServerRequests
 from ._spec import Spec
 from ._stdio_transport import StdioTransport
+from ._subscriptions import LISTEN, Subscriptions
 from ._tokens import StoredAuthorization
 
 if TYPE_CHECKING:  # the OAuth layer is imported when a machine needs it
@@ -248,6 +254,10 @@ class SessionMachine:
             self,
             self._out,
         )
+        self._subscriptions = Subscriptions(
+            self._connections, self._calls, self._capabilities, self
+        )
+        self._calls.subscriptions_changed = self._subscriptions.sync
         # Each event type's handler, bound once: handle() is on every call's path.
         transport = self._transport.handle
         self._route: dict[type[Event], Callable[[Any], None]] = {
@@ -263,6 +273,11 @@ class SessionMachine:
             ),
             AwaitReady: self._on_await_ready,
             ListTools: self._calls.list_tools,
+            ListItems: self._calls.list_tools,
+            Request: self._calls.request,
+            Subscribe: self._calls.subscribe,
+            Unsubscribe: self._calls.subscribe,
+            RootsChanged: self._on_roots_changed,
             CancelCall: self._on_cancel,
             Close: self._on_close,
             ServerRequestAnswered: self._on_server_request_answered,
@@ -322,6 +337,9 @@ class SessionMachine:
             best = earliest if best is None or earliest < best else best
         if self._close_deadline is not None and (best is None or self._close_deadline < best):
             best = self._close_deadline
+        again = self._subscriptions.next_deadline()
+        if again is not None and (best is None or again < best):
+            best = again
         for connection in self._connections:
             for t in (
                 connection.retry_at,
@@ -405,6 +423,8 @@ class SessionMachine:
             last_error=str(self._last_error) if self._last_error else None,
             retry_in=max(0.0, min(retries) - now) if retries else None,
             server_info=ready.server_info if ready else None,
+            capabilities=ready.capabilities if ready and ready.known else None,
+            instructions=ready.instructions if ready else None,
         )
 
     def __repr__(self) -> str:
@@ -470,6 +490,15 @@ class SessionMachine:
                 connection.move(Step.GONE)
         self._check_closed()
 
+    def _on_roots_changed(self, event: RootsChanged) -> None:
+        """2025-11-25 client/roots: a client that declared ``listChanged`` "MUST" send the
+        notification when its roots change; the modern era has none to send."""
+        if "roots" not in self.handlers:
+            return
+        for connection in self._connections:
+            if connection.phase is Phase.READY and not connection.modern:
+                self.send(connection, rpc.notification("notifications/roots/list_changed", {}))
+
     def _on_server_request_answered(self, event: ServerRequestAnswered) -> None:
         asker = self._asks.answered(event.handle)
         if asker is None:
@@ -496,6 +525,7 @@ class SessionMachine:
     def _on_timer(self, event: TimerFired) -> None:
         now = self.now
         self._calls.expire(now)
+        self._subscriptions.expire(now)
         for ticket, deadline in sorted(self._waiters.items()):
             if deadline <= now:
                 del self._waiters[ticket]
@@ -569,15 +599,25 @@ class SessionMachine:
         else:
             self._log("WARNING", f"discarded a message for no known request: {error.message}")
 
-    def lose(self, connection: Connection, owner: Work | str, error: McpError) -> None:
+    def lose(
+        self,
+        connection: Connection,
+        owner: Work | str,
+        error: McpError,
+        request_id: int | None = None,
+    ) -> None:
         if isinstance(owner, Work):
             self._calls.finish(owner, error=error)
         elif owner == DISCOVER:
             # No usable answer to the probe: a legacy server ("anything else").
             connection.probe_deadline = None
             self._opening.send_initialize(connection)
-        else:
+        elif owner == INITIALIZE:
             self.fail(connection, ConnectFailed(error.message))
+        elif owner == LISTEN and request_id is not None:
+            self._subscriptions.ended(connection, request_id, error)
+        else:  # a renewal (log level, subscription) the next session sends again
+            self._log("DEBUG", f"{owner} was lost: {error.message}")
 
     def spawn_failed(self, connection: Connection, reason: str, missing: bool) -> None:
         if self.closing:
@@ -677,6 +717,8 @@ class SessionMachine:
         connection.attempt = 0  # SPEC §7: the backoff resets only when a session is ready
         connection.connect_deadline = connection.probe_deadline = None
         self._connect_error = None
+        self._calls.connection_ready(connection)
+        self._subscriptions.connection_ready(connection)
         status = self.status(self.now)
         for ticket in sorted(self._waiters):
             self._reply(ticket, status)
@@ -716,7 +758,17 @@ class SessionMachine:
         if note.method == "notifications/progress":
             self._calls.progress(connection, params)
         elif note.method == "notifications/tools/list_changed":
-            self._calls.tools_changed()
+            self._calls.list_changed("tools")
+        elif note.method == "notifications/resources/list_changed":
+            self._calls.list_changed("resources")
+        elif note.method == "notifications/prompts/list_changed":
+            self._calls.list_changed("prompts")
+        elif note.method == "notifications/resources/updated":
+            uri = params.get("uri")
+            if isinstance(uri, str) and uri in self._calls.subscriptions:
+                self._out.append(ResourceUpdated(uri=uri))
+        elif note.method == "notifications/subscriptions/acknowledged":
+            self._subscriptions.acknowledged(connection, params)
         elif note.method == "notifications/cancelled":
             self._asks.cancelled(connection, params.get("requestId"))
         elif note.method == "notifications/elicitation/complete":
@@ -737,8 +789,14 @@ class SessionMachine:
             self._log("DEBUG", f"ignored an answer to unknown request id {response.id!r}")
         elif isinstance(owner, Work):
             self._calls.answer(connection, owner, response)
-        else:
+        elif owner in (DISCOVER, INITIALIZE):
             self._opening.answered(connection, owner, response)
+        elif owner == LISTEN:
+            assert isinstance(response.id, int)
+            self._subscriptions.ended(connection, response.id, response.error)
+        elif response.error is not None:
+            message = str(response.error.get("message"))[:200]
+            self._log("WARNING", f"the server refused {owner} on a new session: {message}")
 
     # --- admission -------------------------------------------------------------------------
 

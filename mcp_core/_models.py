@@ -13,23 +13,41 @@ The wire's camelCase names become snake_case attributes (``inputSchema`` -> ``in
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 __all__ = [
     "AudioContent",
     "CallToolResult",
+    "Completion",
     "ContentBlock",
     "EmbeddedResource",
+    "GetPromptResult",
     "ImageContent",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "PromptRef",
+    "ReadResourceResult",
+    "Resource",
+    "ResourceContents",
     "ResourceLink",
+    "ResourceRef",
+    "ResourceTemplate",
     "Status",
     "TextContent",
     "Tool",
     "UnknownContent",
     "content_from_wire",
 ]
+
+# A tool name every major model provider takes as a function name (OpenAI's pattern is the
+# strictest: 1-64 of letters, digits, '_' and '-').
+_PROVIDER_SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 _JSON_KINDS: dict[type, str] = {
     dict: "an object",
@@ -101,6 +119,8 @@ class Tool:
     output_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
+    # The tool exactly as listed, every field kept (``icons``, ``execution``, ...).
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_wire(cls, wire: object) -> Tool:
@@ -118,6 +138,19 @@ class Tool:
             output_schema=_opt_obj(d, "outputSchema", what),  # 2025-06-18+
             annotations=_opt_obj(d, "annotations", what),  # 2025-03-26+
             meta=_opt_obj(d, "_meta", what),  # 2025-06-18+
+            raw=d,
+        )
+
+    @property
+    def name_issue(self) -> str | None:
+        """Why a model provider may refuse this name as a function name, or None. The tool is
+        kept and callable; an application that hands tools to a model renames or skips it."""
+        if _PROVIDER_SAFE.match(self.name):
+            return None
+        return (
+            "longer than 64 characters"
+            if len(self.name) > 64
+            else "not only letters, digits, '_' and '-'"
         )
 
     @property
@@ -249,6 +282,8 @@ class CallToolResult:
     structured_content: object = None
     is_error: bool = False
     meta: Mapping[str, Any] | None = None
+    # ``call_tool(..., output_type=T)``: the structured content validated as a ``T``.
+    data: Any = None
 
     @classmethod
     def from_wire(cls, wire: object) -> CallToolResult:
@@ -284,6 +319,270 @@ class CallToolResult:
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
+# --- resources, prompts, completion (SPEC §15) ---------------------------------------------------
+
+
+def _opt_int(wire: Mapping[str, Any], key: str, what: str) -> int | None:
+    value = wire.get(key)
+    if value is None:
+        return None
+    if type(value) is not int:
+        raise ValueError(f"{what}.{key} must be an integer, got {_json_kind(value)}")
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resource:
+    """A resource as listed by ``resources/list`` (all versions; ``title`` 2025-06-18+,
+    ``size`` 2025-03-26+)."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_wire(cls, wire: object) -> Resource:
+        d = _mapping(wire, "resource")
+        uri = _str(d, "uri", "resource")
+        what = f"resource {uri[:80]!r}"
+        return cls(
+            uri=uri,
+            # Required since 2024-11-05; a few servers omit it, and the URI names it as well.
+            name=_opt_str(d, "name", what) or uri,
+            title=_opt_str(d, "title", what),
+            description=_opt_str(d, "description", what),
+            mime_type=_opt_str(d, "mimeType", what),
+            size=_opt_int(d, "size", what),
+            annotations=_opt_obj(d, "annotations", what),
+            meta=_opt_obj(d, "_meta", what),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceTemplate:
+    """A parameterised resource (RFC 6570 ``uri_template``) from ``resources/templates/list``."""
+
+    uri_template: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_wire(cls, wire: object) -> ResourceTemplate:
+        d = _mapping(wire, "resource template")
+        template = _str(d, "uriTemplate", "resource template")
+        what = f"resource template {template[:80]!r}"
+        return cls(
+            uri_template=template,
+            name=_opt_str(d, "name", what) or template,
+            title=_opt_str(d, "title", what),
+            description=_opt_str(d, "description", what),
+            mime_type=_opt_str(d, "mimeType", what),
+            annotations=_opt_obj(d, "annotations", what),
+            meta=_opt_obj(d, "_meta", what),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceContents:
+    """One item of ``resources/read``: ``text``, or ``blob`` (the bytes, base64 decoded)."""
+
+    uri: str
+    mime_type: str | None = None
+    text: str | None = None
+    blob: bytes | None = None
+    meta: Mapping[str, Any] | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_wire(cls, wire: object) -> ResourceContents:
+        d = _mapping(wire, "resource contents")
+        uri = _str(d, "uri", "resource contents")
+        what = f"contents of {uri[:80]!r}"
+        text = _opt_str(d, "text", what)
+        encoded = _opt_str(d, "blob", what)
+        if (text is None) == (encoded is None):
+            raise ValueError(f"{what} must have exactly one of text and blob")
+        blob = None
+        if encoded is not None:
+            try:
+                blob = base64.b64decode(encoded, validate=True)
+            except (binascii.Error, ValueError):
+                raise ValueError(f"{what}.blob is not valid base64") from None
+        return cls(
+            uri=uri,
+            mime_type=_opt_str(d, "mimeType", what),
+            text=text,
+            blob=blob,
+            meta=_opt_obj(d, "_meta", what),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadResourceResult:
+    """The result of ``resources/read``: one or more contents (a directory may give many)."""
+
+    contents: tuple[ResourceContents, ...]
+    meta: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_wire(cls, wire: object) -> ReadResourceResult:
+        d = _mapping(wire, "resources/read result")
+        listed: list[Any] = _get(d, "contents", "resources/read result", list, required=True)
+        return cls(
+            contents=tuple(ResourceContents.from_wire(item) for item in listed),
+            meta=_opt_obj(d, "_meta", "resources/read result"),
+        )
+
+    @property
+    def text(self) -> str:
+        """The text contents joined by newlines (``""`` when there is none)."""
+        return "\n".join(c.text for c in self.contents if c.text is not None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptArgument:
+    """One argument a prompt takes."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    required: bool = False
+
+    @classmethod
+    def from_wire(cls, wire: object, prompt: str) -> PromptArgument:
+        d = _mapping(wire, f"argument of prompt {prompt!r}")
+        name = _str(d, "name", f"argument of prompt {prompt!r}")
+        what = f"argument {name[:64]!r} of prompt {prompt!r}"
+        return cls(
+            name=name,
+            title=_opt_str(d, "title", what),
+            description=_opt_str(d, "description", what),
+            required=_get(d, "required", what, bool, required=False) is True,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prompt:
+    """A prompt as listed by ``prompts/list``."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    arguments: tuple[PromptArgument, ...] = ()
+    meta: Mapping[str, Any] | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_wire(cls, wire: object) -> Prompt:
+        d = _mapping(wire, "prompt")
+        name = _str(d, "name", "prompt")
+        what = f"prompt {name[:64]!r}"
+        listed = _get(d, "arguments", what, list, required=False) or []
+        return cls(
+            name=name,
+            title=_opt_str(d, "title", what),
+            description=_opt_str(d, "description", what),
+            arguments=tuple(PromptArgument.from_wire(item, name[:64]) for item in listed),
+            meta=_opt_obj(d, "_meta", what),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptMessage:
+    """One message of a prompt: ``role`` ('user' or 'assistant') and a content block."""
+
+    role: str
+    content: ContentBlock
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetPromptResult:
+    """The result of ``prompts/get``."""
+
+    messages: tuple[PromptMessage, ...]
+    description: str | None = None
+    meta: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_wire(cls, wire: object) -> GetPromptResult:
+        what = "prompts/get result"
+        d = _mapping(wire, what)
+        listed: list[Any] = _get(d, "messages", what, list, required=True)
+        messages = []
+        for item in listed:
+            message = _mapping(item, "prompt message")
+            messages.append(
+                PromptMessage(
+                    role=_str(message, "role", "prompt message"),
+                    content=content_from_wire(_obj(message, "content", "prompt message")),
+                )
+            )
+        return cls(
+            messages=tuple(messages),
+            description=_opt_str(d, "description", what),
+            meta=_opt_obj(d, "_meta", what),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PromptRef:
+    """What ``complete`` completes an argument of: the prompt ``name``."""
+
+    name: str
+
+    def to_wire(self) -> dict[str, str]:
+        return {"type": "ref/prompt", "name": self.name}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRef:
+    """What ``complete`` completes an argument of: the resource template ``uri``."""
+
+    uri: str
+
+    def to_wire(self) -> dict[str, str]:
+        return {"type": "ref/resource", "uri": self.uri}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Completion:
+    """The result of ``completion/complete``: at most 100 ``values``; ``total`` and
+    ``has_more`` as the server reported them."""
+
+    values: tuple[str, ...]
+    total: int | None = None
+    has_more: bool = False
+
+    @classmethod
+    def from_wire(cls, wire: object) -> Completion:
+        what = "completion/complete result"
+        completion = _obj(_mapping(wire, what), "completion", what)
+        values: list[Any] = _get(completion, "values", f"{what}.completion", list, required=True)
+        if not all(isinstance(v, str) for v in values):
+            raise ValueError(f"{what}.completion.values must hold strings only")
+        has_more = _get(completion, "hasMore", f"{what}.completion", bool, required=False)
+        return cls(
+            values=tuple(values),
+            total=_opt_int(completion, "total", f"{what}.completion"),
+            has_more=has_more is True,
+        )
+
+
 # --- status ------------------------------------------------------------------------------------
 
 
@@ -310,6 +609,10 @@ class Status:
     last_error: str | None = None
     retry_in: float | None = None
     server_info: Mapping[str, Any] | None = None
+    # What the server declared it offers (``initialize`` or ``server/discover``), and the
+    # ``instructions`` it gave for using it; None until a session is ready.
+    capabilities: Mapping[str, Any] | None = None
+    instructions: str | None = None
 
     @property
     def ready(self) -> bool:

@@ -44,15 +44,20 @@ from ._events import (
     HttpFailed,
     HttpResponseEnded,
     HttpResponseStarted,
+    ListItems,
     ListTools,
     ProcessExited,
     ProcessSpawned,
+    Request,
+    RootsChanged,
     ServerRequestAnswered,
     SpawnFailed,
     StderrReceived,
     StdoutClosed,
     StdoutReceived,
+    Subscribe,
     TimerFired,
+    Unsubscribe,
     WriteFailed,
 )
 
@@ -124,7 +129,19 @@ class StopStage(enum.Enum):
 
 # --- the session -------------------------------------------------------------------------------
 
-_CALLER = (AwaitReady, ListTools, CallTool, CancelCall, ServerRequestAnswered, TimerFired)
+_CALLER = (
+    AwaitReady,
+    ListTools,
+    ListItems,
+    CallTool,
+    Request,
+    Subscribe,
+    Unsubscribe,
+    RootsChanged,
+    CancelCall,
+    ServerRequestAnswered,
+    TimerFired,
+)
 _TRANSPORT = (
     ProcessSpawned,
     SpawnFailed,
@@ -330,8 +347,9 @@ def render_tables() -> str:
         "",
         "## Session",
         "",
-        "Every caller event (`AwaitReady`, `ListTools`, `CallTool`, `CancelCall`,",
-        "`ServerRequestAnswered`, `TimerFired`) keeps the phase it arrives in. Process and HTTP",
+        "Every caller event (`AwaitReady`, `ListTools`, `ListItems`, `CallTool`, `Request`,",
+        "`Subscribe`, `Unsubscribe`, `RootsChanged`, `CancelCall`, `ServerRequestAnswered`,",
+        "`TimerFired`) keeps the phase it arrives in. Process and HTTP",
         "events keep it too, except in NEW, where they are refused. CLOSING becomes CLOSED once",
         "every connection is idle.",
         "",

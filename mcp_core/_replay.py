@@ -73,7 +73,8 @@ def _encode_bytes(data: bytes) -> object:
 
 
 def _to_json(value: object) -> object:
-    """A JSON-ready copy of ``value``; dataclasses become ``{"class": Name, fields...}``."""
+    """A JSON-ready copy of ``value``; dataclasses become ``{"class": Name, fields...}``
+    (the fields their equality compares)."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -83,7 +84,8 @@ def _to_json(value: object) -> object:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, object] = {"class": type(value).__name__}
         for f in dataclasses.fields(value):
-            out[f.name] = _to_json(getattr(value, f.name))
+            if f.compare:  # not ``raw``: the wire object again, which the value already says
+                out[f.name] = _to_json(getattr(value, f.name))
         return out
     if isinstance(value, Mapping):
         return {str(k): _to_json(v) for k, v in value.items()}

@@ -5,21 +5,33 @@ decides what happens next.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import _jsonrpc as rpc
 from ._eras import MODERN_VERSION
 from ._errors import InvalidResponse, JsonRpcError, McpError, UrlElicitationRequired
-from ._models import CallToolResult, Tool
+from ._models import (
+    CallToolResult,
+    Completion,
+    GetPromptResult,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
 from ._server_requests import MAX_ELICITATIONS
 
 __all__ = [
+    "LISTS",
     "MAX_INPUT_ROUNDS",
     "MAX_TOOL_PAGES",
     "call_result",
     "input_requests",
+    "list_page",
     "names_our_modern_version",
+    "request_result",
     "rpc_error",
     "tools_page",
 ]
@@ -40,16 +52,31 @@ def call_result(result: Mapping[str, Any]) -> tuple[CallToolResult | None, McpEr
         return None, InvalidResponse("tools/call", str(exc))
 
 
-def tools_page(
-    result: Mapping[str, Any], tools: list[Tool], cursors: set[str]
+# The paged lists (kind -> method, the result's key, how to read an entry). A kind is also the
+# name of the list's cache and of the ``ListItems`` event that asks for it.
+LISTS: dict[str, tuple[str, str, Callable[[object], object]]] = {
+    "tools": ("tools/list", "tools", Tool.from_wire),
+    "resources": ("resources/list", "resources", Resource.from_wire),
+    "resource_templates": (
+        "resources/templates/list",
+        "resourceTemplates",
+        ResourceTemplate.from_wire,
+    ),
+    "prompts": ("prompts/list", "prompts", Prompt.from_wire),
+}
+
+
+def list_page(
+    kind: str, result: Mapping[str, Any], items: list[Any], cursors: set[str]
 ) -> tuple[str | None, str | None, str | None]:
-    """Add a ``tools/list`` page to ``tools``. Returns (the cursor of the next page to ask
+    """Add a page of list ``kind`` to ``items``. Returns (the cursor of the next page to ask
     for, or None when the list is complete; a problem that fails the list; a warning)."""
-    raw = result.get("tools")
+    method, key, parse = LISTS[kind]
+    raw = result.get(key)
     try:
         if not isinstance(raw, list):
-            raise ValueError("'tools' is missing or not a list")
-        tools.extend(Tool.from_wire(item) for item in raw)
+            raise ValueError(f"{key!r} is missing or not a list")
+        items.extend(parse(item) for item in raw)
     except ValueError as exc:
         return None, str(exc), None
     cursor = result.get("nextCursor")
@@ -57,10 +84,43 @@ def tools_page(
     if isinstance(cursor, str) and cursor not in cursors:
         if len(cursors) + 1 < MAX_TOOL_PAGES:
             return cursor, None, None
-        return None, None, f"tools/list stopped after {MAX_TOOL_PAGES} pages"
+        return None, None, f"{method} stopped after {MAX_TOOL_PAGES} pages"
     if isinstance(cursor, str):
-        return None, None, "tools/list repeated a cursor; stopped paging"
+        return None, None, f"{method} repeated a cursor; stopped paging"
     return None, None, None
+
+
+def tools_page(
+    result: Mapping[str, Any], tools: list[Tool], cursors: set[str]
+) -> tuple[str | None, str | None, str | None]:
+    """``list_page`` of the tool list."""
+    return list_page("tools", result, tools, cursors)
+
+
+# The results a caller gets as objects rather than the result as received.
+_READERS: dict[str, Callable[[object], object]] = {
+    "resources/read": ReadResourceResult.from_wire,
+    "prompts/get": GetPromptResult.from_wire,
+    "completion/complete": Completion.from_wire,
+}
+
+
+# Results that are empty by definition: the caller gets None.
+_NOTHING_BACK = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+
+
+def request_result(method: str, result: Mapping[str, Any]) -> tuple[object, McpError | None]:
+    """The value a caller of ``method`` gets: its model (``ReadResourceResult``,
+    ``GetPromptResult``, ``Completion``), None for ``logging/setLevel`` and (un)subscribing,
+    else the result as
+    received; or the error that says why it cannot be read."""
+    reader = _READERS.get(method)
+    if reader is None:
+        return (None if method in _NOTHING_BACK else result), None
+    try:
+        return reader(result), None
+    except ValueError as exc:
+        return None, InvalidResponse(method, str(exc))
 
 
 def input_requests(
