@@ -34,6 +34,7 @@ __all__ = [
 ACCEPT_BOTH = "application/json, text/event-stream"
 _PLAIN = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
 _SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 def encode_header_value(value: str) -> str:
@@ -68,9 +69,11 @@ def request_headers(
         headers.append(("MCP-Protocol-Version", protocol_version))
     if modern and body is not None and "method" in body:
         headers.append(("Mcp-Method", encode_header_value(str(body["method"]))))
+        # Mcp-Name: params.name of tools/call and prompts/get, params.uri of resources/read.
+        key = _NAMED.get(str(body["method"]))
         params = body.get("params")
-        name = params.get("name") if isinstance(params, dict) else None
-        if body["method"] in ("tools/call", "prompts/get") and isinstance(name, str):
+        name = params.get(key) if key is not None and isinstance(params, dict) else None
+        if isinstance(name, str):
             headers.append(("Mcp-Name", encode_header_value(name)))
     return tuple(headers)
 

@@ -154,6 +154,30 @@ def test_plain_header_values_stay_plain() -> None:
     assert h.header(h.request("tools/call"), "Mcp-Name") == "echo"
 
 
+def test_mcp_name_names_the_resource_read_and_the_prompt_got() -> None:
+    h = HttpHarness()
+    h.feed(core.Connect(now=0.0))
+    offers = {"resources": {}, "prompts": {}, "completions": {}}
+    h.result_for(
+        h.request("server/discover"),
+        {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": offers},
+    )
+    h.take()
+    h.feed(core.Request(now=0.0, ticket=50, method="resources/read", params={"uri": "file:///é"}))
+    read = h.request("resources/read")
+    assert h.header(read, "Mcp-Method") == "resources/read"
+    assert (
+        h.header(read, "Mcp-Name")
+        == "=?base64?" + base64.b64encode(b"file:///\xc3\xa9").decode() + "?="
+    )
+    h.take()
+    h.feed(core.Request(now=0.0, ticket=51, method="prompts/get", params={"name": "greet"}))
+    assert h.header(h.request("prompts/get"), "Mcp-Name") == "greet"
+    h.take()
+    h.feed(core.Request(now=0.0, ticket=52, method="completion/complete", params={"name": "x"}))
+    assert h.header(h.request("completion/complete"), "Mcp-Name") is None
+
+
 @pytest.mark.parametrize(
     ("status", "body", "era"),
     [
