@@ -1,7 +1,13 @@
-"""Tool names across a group of servers (SPEC §12): one namespaced name per tool, stable across
-restarts, collision-free, and the way back from a name to ``(server, tool)``.
+"""Tool and prompt names across a group of servers (SPEC §12): one namespaced name per tool or
+prompt, stable across restarts, collision-free, and the way back from a name to
+``(server, original name)``.
 
-Pure: no I/O. Both drivers' ``ClientGroup`` keep one ``ToolTable`` each.
+Prompts are named exactly like tools (``mcp__<server>__<prompt>``, the same server parts, the same
+shortening past 64 characters): an agent that flattens many servers' prompts into one list meets
+the same collisions as with tools, so the same rules settle them. The two kinds keep separate
+tables, so a tool and a prompt may share a name.
+
+Pure: no I/O. Both drivers' ``ClientGroup`` keep one ``ToolTable`` and one ``PromptTable`` each.
 """
 
 from __future__ import annotations
@@ -10,12 +16,13 @@ import dataclasses
 import difflib
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
+from typing import ClassVar, Generic, TypeVar
 
-from ._errors import UnknownTool
-from ._models import Tool
+from ._errors import McpError, UnknownTool
+from ._models import Prompt, Tool
 from ._names import normalise_server, parse_tool_name, tool_name
 
-__all__ = ["ToolTable", "server_parts"]
+__all__ = ["PromptTable", "ToolTable", "UnknownPrompt", "server_parts"]
 
 _HASH_CHARS = 8
 # Rounds of disambiguation before two server names are declared impossible to tell apart
@@ -71,15 +78,36 @@ def _clashes(parts: Mapping[str, str]) -> list[list[str]]:
     return [sorted(members) for members in by_part.values() if len(members) > 1]
 
 
-class ToolTable:
-    """Namespaced tool names of a group of servers and the way back to ``(server, tool)``.
+class UnknownPrompt(McpError):
+    """A group's ``get_prompt`` was given a name that no server of the group lists; nothing was
+    sent. ``name`` is the name as given. The group and every client are unchanged. The prompt
+    twin of ``UnknownTool`` (a name is a tool's or a prompt's, never both, so each kind has
+    its own error and ``except UnknownTool`` keeps meaning tools)."""
 
-    A tool's name is ``tool_name(part, tool)`` where ``part`` comes from ``server_parts``: it
-    depends only on the server's name (and, for servers whose names clash, on which names
-    clash) and the tool's name, so it is the same after a restart, and a name over 64
-    characters is shortened by ``tool_name``. Shortened names cannot be parsed back, so the
-    table keeps every name it handed out. Not thread-safe: the blocking group locks around it.
+    def __init__(self, name: str, hint: str) -> None:
+        super().__init__(f"no server of this group has a prompt named {name!r}: {hint}")
+        self.name = name
+
+
+# What a table names: a frozen dataclass with a ``name`` field (``Tool``, ``Prompt``).
+Named = TypeVar("Named", Tool, Prompt)
+
+
+class NameTable(Generic[Named]):
+    """Namespaced names of one kind (tools or prompts) of a group of servers, and the way back
+    to ``(server, original name)``.
+
+    A name is ``tool_name(part, name)`` where ``part`` comes from ``server_parts``: it depends
+    only on the server's name (and, for servers whose names clash, on which names clash) and
+    the item's own name, so it is the same after a restart, and a name over 64 characters is
+    shortened by ``tool_name``. Shortened names cannot be parsed back, so the table keeps
+    every name it handed out. Not thread-safe: the blocking group locks around it.
+    ``ToolTable`` and ``PromptTable`` are the two kinds; each has ``unknown(name)``, the
+    error for a name that neither the table nor any server resolves.
     """
+
+    kind: ClassVar[str]  # "tool", "prompt": the word in notes and errors
+    _lister: ClassVar[str]  # the group method that lists this kind
 
     def __init__(self, servers: Iterable[str]) -> None:
         self.parts, self.unnamed = server_parts(servers)
@@ -93,35 +121,36 @@ class ToolTable:
         self._routes: dict[str, tuple[str, str]] = {}
         self._names: dict[str, list[str]] = {}  # server -> the names it was given last
 
-    def name(self, server: str, tool: str) -> str:
-        """The namespaced name of ``tool`` of ``server``; ``KeyError`` for an unnamed server,
-        ``ValueError`` for an empty tool name."""
-        return tool_name(self.parts[server], tool)
+    def name(self, server: str, item: str) -> str:
+        """The namespaced name of ``item`` (a tool's or prompt's own name) of ``server``;
+        ``KeyError`` for an unnamed server, ``ValueError`` for an empty name."""
+        return tool_name(self.parts[server], item)
 
-    def publish(self, server: str, tools: Sequence[Tool]) -> tuple[list[Tool], list[str]]:
-        """Replace ``server``'s entries with ``tools``; return them renamed, and notes to log
-        about tools left out (a duplicate or an empty name: the first of a name wins)."""
+    def publish(self, server: str, items: Sequence[Named]) -> tuple[list[Named], list[str]]:
+        """Replace ``server``'s entries with ``items``; return them renamed, and notes to log
+        about items left out (a duplicate or an empty name: the first of a name wins)."""
         for old in self._names.pop(server, []):
             self._routes.pop(old, None)
-        renamed: list[Tool] = []
+        renamed: list[Named] = []
         notes: list[str] = []
-        for tool in tools:
-            try:
-                name = self.name(server, tool.name)
-            except ValueError as exc:
-                notes.append(f"tool {tool.name!r} left out: {exc}")
+        for item in items:
+            if not item.name:
+                notes.append(f"{self.kind} '' left out: a {self.kind} name must not be empty")
                 continue
+            name = self.name(server, item.name)
             if name in self._routes:
                 owner = self._routes[name]
-                notes.append(f"tool {tool.name!r} left out: {name!r} already names {owner!r}")
+                notes.append(
+                    f"{self.kind} {item.name!r} left out: {name!r} already names {owner!r}"
+                )
                 continue
-            self._routes[name] = (server, tool.name)
-            renamed.append(dataclasses.replace(tool, name=name))
-        self._names[server] = [tool.name for tool in renamed]
+            self._routes[name] = (server, item.name)
+            renamed.append(dataclasses.replace(item, name=name))
+        self._names[server] = [item.name for item in renamed]
         return renamed, notes
 
     def resolve(self, name: str) -> tuple[str, str] | None:
-        """``(server, original tool name)`` for a name this table handed out, else None."""
+        """``(server, original name)`` for a name this table handed out, else None."""
         return self._routes.get(name)
 
     def server_of(self, name: str) -> str | None:
@@ -129,15 +158,37 @@ class ToolTable:
         parsed = parse_tool_name(name)
         return None if parsed is None else self._by_part.get(parsed[0])
 
-    def unknown(self, name: str) -> UnknownTool:
-        """The error for a name that neither the table nor any server resolves."""
+    def _hint(self, name: str) -> str:
+        """Why no server resolves ``name``, and the closest listed name if one is close."""
         parsed = parse_tool_name(name)
         server = self.server_of(name)
         if parsed is None:
-            hint = "names here look like mcp__<server>__<tool>; list_tools() gives them"
+            hint = f"names here look like mcp__<server>__<{self.kind}>; {self._lister}() gives them"
         elif server is None:
             hint = f"no server is named {parsed[0]!r} here (servers: {', '.join(self.parts)})"
         else:
-            hint = f"server {server!r} lists no such tool"
+            hint = f"server {server!r} lists no such {self.kind}"
         close = difflib.get_close_matches(name, list(self._routes), n=1)
-        return UnknownTool(name, hint + (f"; did you mean {close[0]!r}?" if close else ""))
+        return hint + (f"; did you mean {close[0]!r}?" if close else "")
+
+
+class ToolTable(NameTable[Tool]):
+    """The group's tool names, ``mcp__<server>__<tool>`` (see ``NameTable``)."""
+
+    kind = "tool"
+    _lister = "list_tools"
+
+    def unknown(self, name: str) -> UnknownTool:
+        """The error for a name that neither the table nor any server resolves."""
+        return UnknownTool(name, self._hint(name))
+
+
+class PromptTable(NameTable[Prompt]):
+    """The group's prompt names, ``mcp__<server>__<prompt>`` (see ``NameTable``)."""
+
+    kind = "prompt"
+    _lister = "list_prompts"
+
+    def unknown(self, name: str) -> UnknownPrompt:
+        """The error for a name that neither the table nor any server resolves."""
+        return UnknownPrompt(name, self._hint(name))

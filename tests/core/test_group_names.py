@@ -7,7 +7,7 @@ import itertools
 
 import mcp_core as core
 import mcp_core._group_names as group_names
-from mcp_core.group import ToolTable, server_parts
+from mcp_core.group import PromptTable, ToolTable, UnknownPrompt, server_parts
 
 
 def tool(name: str) -> core.Tool:
@@ -96,4 +96,55 @@ def test_an_unknown_name_says_why_and_suggests() -> None:
     assert isinstance(error, core.UnknownTool) and error.name == "mcp__fs__read_fil"
     assert "'fs' lists no such tool" in str(error) and "mcp__fs__read_file" in str(error)
     assert "mcp__<server>__<tool>" in str(table.unknown("read_file"))
+    assert "no server is named 'web'" in str(table.unknown("mcp__web__x"))
+
+
+# --- prompts: named like tools, in a table of their own ----------------------------------------
+
+
+def prompt(name: str) -> core.Prompt:
+    return core.Prompt(name=name, description=f"says {name}")
+
+
+def test_prompts_are_named_and_routed_like_tools() -> None:
+    servers = ["fs", "web-search", "s" * 70]
+    tools, prompts = ToolTable(servers), PromptTable(servers)
+    long_name = "summarise_" + "everything_" * 6
+    for server in servers:
+        tool_names = [t.name for t in tools.publish(server, [tool("echo"), tool(long_name)])[0]]
+        listed, notes = prompts.publish(server, [prompt("echo"), prompt(long_name)])
+        assert notes == []
+        # The same rules: the same name for a prompt as for a tool of that name.
+        assert [p.name for p in listed] == tool_names
+        assert all(len(p.name) <= 64 for p in listed)
+        assert listed[0].description == "says echo"  # the rest of the Prompt is kept
+        for renamed, original in zip(listed, ["echo", long_name], strict=True):
+            assert prompts.resolve(renamed.name) == (server, original)
+            assert prompts.server_of(renamed.name) == server
+    assert prompts.resolve("mcp__web_search__echo") == ("web-search", "echo")
+    # Separate tables: listing prompts does not make tool names, nor the other way round.
+    assert ToolTable(servers).resolve("mcp__fs__echo") is None
+    assert prompts.resolve("mcp__fs__nope") is None
+
+
+def test_prompt_publish_replaces_and_skips_like_tools() -> None:
+    table = PromptTable(["fs"])
+    table.publish("fs", [prompt("old")])
+    listed, notes = table.publish("fs", [prompt("new"), prompt("new"), prompt("")])
+    assert [p.name for p in listed] == ["mcp__fs__new"]
+    assert "prompt 'new' left out" in notes[0] and "already names" in notes[0]
+    assert notes[1] == "prompt '' left out: a prompt name must not be empty"
+    assert table.resolve("mcp__fs__old") is None
+
+
+def test_an_unknown_prompt_says_why_and_suggests() -> None:
+    table = PromptTable(["fs"])
+    table.publish("fs", [prompt("greeting")])
+    error = table.unknown("mcp__fs__greting")
+    assert isinstance(error, UnknownPrompt) and isinstance(error, core.McpError)
+    assert not isinstance(error, core.UnknownTool)
+    assert error.name == "mcp__fs__greting"
+    assert str(error).startswith("no server of this group has a prompt named 'mcp__fs__greting'")
+    assert "'fs' lists no such prompt" in str(error) and "mcp__fs__greeting" in str(error)
+    assert "mcp__<server>__<prompt>; list_prompts() gives them" in str(table.unknown("greeting"))
     assert "no server is named 'web'" in str(table.unknown("mcp__web__x"))
