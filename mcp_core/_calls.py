@@ -55,9 +55,18 @@ from ._events import (
 from ._models import Tool
 from ._output_schema import OutputSchemas
 from ._phases import Phase
-from ._results import LISTS, call_result, input_requests, list_page, request_result, rpc_error
+from ._results import (
+    LISTS,
+    call_result,
+    input_requests,
+    list_page,
+    names_our_modern_version,
+    request_result,
+    rpc_error,
+)
 from ._server_requests import ServerRequests
 from ._spec import Spec
+from ._tool_headers import Designated, mirror, param_headers
 
 __all__ = ["REQUIRED_CAPABILITY", "Calls", "ListCache", "Requester"]
 
@@ -138,12 +147,16 @@ class Calls:
         self._out = out
         self.lists = {kind: ListCache() for kind in LISTS}
         self._tools_by_name: dict[str, Tool] = {}  # the last tool list, for output schemas
+        self._designated: dict[str, Designated] = {}  # its x-mcp-header parameters (HTTP)
         self._schemas = OutputSchemas(session.log)
         self.log_level: str | None = None  # logging/setLevel, kept for every session
         # The resources a caller subscribed to (an ordered set), renewed on every session;
         # the modern era's listen streams follow it through ``subscriptions_changed``.
         self.subscriptions: dict[str, None] = {}
         self.subscriptions_changed: Callable[[], None] = lambda: None
+        # Tickets of legacy subscribes an Unsubscribe of their URI overtook: their answer
+        # must not subscribe again what the caller has since given up.
+        self._withdrawn: set[int] = set()
 
     @property
     def tools(self) -> list[Tool] | None:
@@ -157,9 +170,6 @@ class Calls:
             cache = self.lists[name]
             cache.items = cache.fresh_until = None
             cache.generation += 1
-
-    def tools_changed(self) -> None:
-        self.list_changed("tools")
 
     def cancel(self, ticket: int) -> None:
         """The caller gave up: drop its work, tell the server if the request was sent."""
@@ -270,6 +280,13 @@ class Calls:
             return
         if not adding:
             self.subscriptions.pop(event.uri, None)  # no update is delivered from now on
+            works = self._admission.works
+            self._withdrawn = {ticket for ticket in self._withdrawn if ticket in works} | {
+                work.ticket
+                for work in works.values()
+                if work.method == "resources/subscribe"
+                and (work.params or {}).get("uri") == event.uri
+            }
         if self._modern():
             if adding:
                 self.subscriptions[event.uri] = None
@@ -394,6 +411,17 @@ class Calls:
     def answer(self, connection: Connection, work: Work, response: rpc.Response) -> None:
         """The server answered ``work``'s request."""
         if response.error is not None:
+            if (
+                connection.modern
+                and not work.version_retried
+                and names_our_modern_version(response.error)
+            ):
+                # 2026-07-28 basic/versioning: on UnsupportedProtocolVersion the client
+                # "SHOULD" retry with a version from data.supported. Ours is listed (a server
+                # that forgot, or a proxy that mangled the header): one retry, same round.
+                work.version_retried = True
+                self._send_work(connection, work, work.sent_extra)
+                return
             error = rpc_error(response.error)
             if isinstance(error, UrlElicitationRequired):
                 for elicitation in error.elicitations:
@@ -431,7 +459,7 @@ class Calls:
             params = work.params or {}
             if work.method == "logging/setLevel":
                 self.log_level = str(params.get("level"))
-            elif work.method == "resources/subscribe":
+            elif work.method == "resources/subscribe" and work.ticket not in self._withdrawn:
                 self.subscriptions[str(params.get("uri"))] = None
             self.finish(work, answer, error=problem)
 
@@ -506,6 +534,8 @@ class Calls:
             return
         if warning is not None:
             self._session.log("WARNING", warning)
+        if work.kind == "tools" and connection.modern and self._spec.transport == "http":
+            self._keep_valid_headers(work.items)
         cache = self.lists[work.kind]
         if work.generation == cache.generation:
             cache.items = list(work.items)
@@ -514,6 +544,23 @@ class Calls:
             self._tools_by_name = {tool.name: tool for tool in work.items}
             self._schemas.reset()
         self.finish(work, list(work.items))
+
+    def _keep_valid_headers(self, tools: list[Tool]) -> None:
+        """2026-07-28 streamable-http §Schema Extension: the client "MUST" exclude from its
+        tools/list result a tool whose ``x-mcp-header`` annotations are invalid, and
+        "SHOULD" log a warning. The valid ones' header parameters are kept per tool name."""
+        designated: dict[str, Designated] = {}
+        kept = []
+        for tool in tools:
+            found = param_headers(tool.input_schema)
+            if isinstance(found, str):
+                self._session.log("WARNING", f"left out tool {tool.name[:64]!r}: {found}")
+                continue
+            if found:
+                designated[tool.name] = found
+            kept.append(tool)
+        tools[:] = kept
+        self._designated = designated
 
     def _admit(self, work: Work) -> None:
         refusal = self._session.refusal()
@@ -569,6 +616,11 @@ class Calls:
             meta["progressToken"] = self._session.next_request_id
         self._admission.enter(work, connection)
         work.sent_at = self._session.now
+        work.sent_extra = extra
+        if method == "tools/call" and connection.modern and work.name in self._designated:
+            # 2026-07-28 streamable-http §Custom Headers: Mcp-Param-{Name} per annotated
+            # argument (the HTTP transport sends them; stdio "MAY ignore" them).
+            work.headers = mirror(work.arguments, self._designated[work.name])
         work.request_id = self._session.request(connection, method, params, work, meta)
 
     def _withdraw(self, work: Work, reason: str) -> None:

@@ -46,6 +46,10 @@ class Work:
     awaiting: set[str] | None = None  # input keys the handlers still owe
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
+    sent_extra: Mapping[str, Any] | None = None  # what the last round added (cursor, inputs)
+    version_retried: bool = False  # sent again once after a -32022 naming our version
+    # 2026-07-28 HTTP: the Mcp-Param-* headers of a tools/call (x-mcp-header)
+    headers: list[tuple[str, str]] | None = None
     slot: int | None = None  # set while it holds a place in a connection's window
     request_id: int | None = None
     # A list (``kind`` as in ``_results.LISTS``), page by page

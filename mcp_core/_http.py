@@ -41,9 +41,11 @@ def encode_header_value(value: str) -> str:
     """2026-07-28 streamable-http §Header value encoding: anything but plain visible ASCII
     (or with edge whitespace, or looking like the encoded form) is sent as
     ``=?base64?<base64 of the UTF-8 bytes>?=``."""
-    if _PLAIN.match(value) and not _SENTINEL.match(value):
+    if _PLAIN.fullmatch(value) and not _SENTINEL.fullmatch(value):
         return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+    # A lone surrogate (JSON can carry one) has no UTF-8 form: it goes as U+FFFD.
+    raw = value.encode("utf-8", "replace")
+    return "=?base64?" + base64.b64encode(raw).decode("ascii") + "?="
 
 
 def request_headers(

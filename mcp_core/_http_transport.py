@@ -142,6 +142,9 @@ class HttpTransport:
         """Legacy and modern Streamable HTTP: every message is its own POST."""
         link = self._links[connection.index]
         headers = self._headers(connection, "POST", message)
+        owner = connection.requests.get(request_id) if request_id is not None else None
+        if isinstance(owner, Work) and owner.headers:
+            headers = (*headers, *owner.headers)
         stream = _Stream(
             kind="post",
             request_id=request_id,

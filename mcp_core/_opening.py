@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Opener", "Opening"]
 
-_MODERN = Handshake("modern", MODERN_VERSION, None, {})
+# era="modern" (or a cached verdict) skips server/discover: what the server offers is unknown.
+_MODERN = Handshake("modern", MODERN_VERSION, None, {}, known=False)
 
 
 class Opener(Requests, Protocol):

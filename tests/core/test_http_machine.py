@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import Any
 
 import pytest
 
@@ -610,3 +611,87 @@ def test_a_modern_only_server_refusing_initialize_is_modern_after_all() -> None:
     assert h.machine.status(h.now).era == "modern" and h.machine.state == "ready"
     h.respond(probe, 200, {"jsonrpc": "2.0", "id": 1, "result": {}})  # aborted: ignored
     assert h.machine.state == "ready"
+
+
+# --- 2026-07-28: x-mcp-header, and one retry after -32022 -------------------------------------
+
+REGION_TOOL = {
+    "name": "deploy",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "dry": {"type": "boolean", "x-mcp-header": "Dry"},
+            "note": {"type": "string"},
+        },
+    },
+}
+BAD_TOOL = {
+    "name": "broken",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"n": {"type": "number", "x-mcp-header": "N"}},
+    },
+}
+
+
+def _listed(h: HttpHarness, tools: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The names listed, and the log lines written meanwhile."""
+    t = h.ticket()
+    h.feed(core.ListTools(now=h.now, ticket=t))
+    h.result_for(h.request("tools/list"), {"tools": tools})
+    names = [tool.name for tool in h.result(t)]
+    logs = [log.message for log in h.of(core.Log)]
+    h.take()
+    return names, logs
+
+
+def test_modern_http_mirrors_annotated_arguments_and_drops_invalid_tools() -> None:
+    h = HttpHarness()
+    h.connect_http_modern()
+    names, logs = _listed(h, [REGION_TOOL, BAD_TOOL, {"name": "plain", "inputSchema": {}}])
+    assert names == ["deploy", "plain"]
+    assert any("left out tool 'broken'" in line for line in logs)
+    h.call("deploy", {"region": "eu west\n", "dry": False, "note": "x"})
+    call = h.request("tools/call")
+    assert (
+        h.header(call, "Mcp-Param-Region")
+        == "=?base64?" + base64.b64encode(b"eu west\n").decode() + "?="
+    )
+    assert h.header(call, "Mcp-Param-Dry") == "false"
+    assert h.header(call, "Mcp-Param-Note") is None
+    h.take()
+    h.call("deploy", {"region": None})  # null: "MUST omit the header"
+    assert not [k for k, _ in h.request("tools/call").headers if k.startswith("Mcp-Param-")]
+    h.take()
+    h.call("plain", {"region": "eu"})  # a tool without annotations
+    assert not [k for k, _ in h.request("tools/call").headers if k.startswith("Mcp-Param-")]
+
+
+def test_legacy_http_ignores_x_mcp_header() -> None:
+    h = HttpHarness()
+    h.connect_http_legacy()
+    assert _listed(h, [REGION_TOOL, BAD_TOOL])[0] == ["deploy", "broken"]
+    h.call("deploy", {"region": "eu"})
+    assert h.header(h.request("tools/call"), "Mcp-Param-Region") is None
+
+
+def test_a_32022_naming_our_version_is_retried_once_then_failed() -> None:
+    h = HttpHarness()
+    h.connect_http_modern()
+    t = h.call("echo", {"x": 1})
+    first = h.request("tools/call")
+    unsupported = {
+        "code": -32022,
+        "message": "Unsupported protocol version",
+        "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"},
+    }
+    h.take()
+    h.respond(first, 400, {"jsonrpc": "2.0", "id": h.body(first)["id"], "error": unsupported})
+    again = h.request("tools/call")
+    assert h.body(again)["id"] != h.body(first)["id"]
+    assert h.body(again)["params"]["arguments"] == {"x": 1}
+    assert t not in h.replies
+    h.respond(again, 400, {"jsonrpc": "2.0", "id": h.body(again)["id"], "error": unsupported})
+    assert isinstance(h.replies[t].error, core.JsonRpcError)
+    assert h.replies[t].error.code == -32022
