@@ -297,3 +297,4 @@ class OutputValidationError(McpError):
         )
         self.tool = tool
         self.path = path
+        self.problem = problem[:200]

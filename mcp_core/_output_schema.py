@@ -58,7 +58,6 @@ class OutputSchemas:
     def _compile(self, tool: Tool) -> _Check | None:
         import jsonschema
         import referencing
-        import referencing.exceptions
         import referencing.jsonschema
 
         schema: Any = tool.output_schema
@@ -68,7 +67,7 @@ class OutputSchemas:
             try:
                 referencing.jsonschema.specification_with(dialect)
                 known = True
-            except referencing.exceptions.CannotDetermineSpecification:
+            except referencing.jsonschema.UnknownDialect:  # not CannotDetermineSpecification
                 pass
         if not known:
             self._log(
