@@ -25,7 +25,7 @@ from typing import Any
 from . import _jsonrpc as rpc
 from ._calls import Calls, Requester
 from ._connection import Connection
-from ._eras import modern_meta
+from ._eras import SUBSCRIPTION_META, modern_meta
 from ._phases import Phase
 
 __all__ = ["LISTEN", "Subscriptions"]
@@ -87,9 +87,11 @@ class Subscriptions:
         self._listening[connection.index] = (request_id, wanted)
 
     def _stop(self, connection: Connection, request_id: int) -> None:
+        # A slot's listen and its request go together while the connection is ready: an
+        # answer or a loss ends both (``ended``), a failure clears the requests of a connection
+        # no longer ready, and a new session starts with none.
         del self._listening[connection.index]
-        if connection.requests.pop(request_id, None) is None:
-            return
+        del connection.requests[request_id]
         if self._session.cancel(connection, request_id):
             self._session.send(
                 connection,
@@ -100,9 +102,13 @@ class Subscriptions:
             )
 
     def acknowledged(self, connection: Connection, params: Mapping[str, Any]) -> None:
-        """``notifications/subscriptions/acknowledged``: the server honours what it names."""
+        """``notifications/subscriptions/acknowledged``: the server honours what it names.
+        Its ``subscriptionId`` (when given) says which listen: on stdio the acknowledgement of
+        a listen just cancelled for a new set may still arrive, and speaks for that old set."""
         current = self._listening.get(connection.index)
-        if current is None:
+        meta = params.get("_meta")
+        listen_id = meta.get(SUBSCRIPTION_META) if isinstance(meta, dict) else None
+        if current is None or listen_id not in (None, current[0]):
             return
         self._delay.pop(connection.index, None)
         honoured = params.get("notifications")
@@ -118,10 +124,9 @@ class Subscriptions:
     def ended(self, connection: Connection, request_id: int, error: object) -> None:
         """The listen request was answered (a graceful close, or a refusal) or lost
         (``error`` is then the ``McpError``, and the answer None)."""
-        current = self._listening.get(connection.index)
-        if current is None or current[0] != request_id:
-            return
-        del self._listening[connection.index]
+        # The listen on the wire is always the slot's current one (see ``_stop``).
+        listening = self._listening.pop(connection.index)
+        assert listening[0] == request_id
         if isinstance(error, Mapping):  # the server refused to listen: asking again won't help
             self._session.log(
                 "WARNING",
