@@ -33,7 +33,6 @@ __all__ = [
     "names_our_modern_version",
     "request_result",
     "rpc_error",
-    "tools_page",
 ]
 
 # 2026-07-28 basic/patterns/mrtr: the server may answer input_required again and again; a
@@ -88,13 +87,6 @@ def list_page(
     if isinstance(cursor, str):
         return None, None, f"{method} repeated a cursor; stopped paging"
     return None, None, None
-
-
-def tools_page(
-    result: Mapping[str, Any], tools: list[Tool], cursors: set[str]
-) -> tuple[str | None, str | None, str | None]:
-    """``list_page`` of the tool list."""
-    return list_page("tools", result, tools, cursors)
 
 
 # The results a caller gets as objects rather than the result as received.
