@@ -646,15 +646,25 @@ def test_a_refused_log_level_is_not_kept() -> None:
     assert "logging/setLevel" not in written(h)
 
 
-def test_a_renewal_lost_on_the_wire_is_only_logged() -> None:
-    h = HttpHarness(era="legacy")
-    h.feed(core.Connect(now=h.now))
+def open_http_legacy(h: HttpHarness, session: str) -> None:
+    """Answer initialize with every capability, then notifications/initialized, then the head
+    of the listening GET (its stream stays open)."""
     h.result_for(
         h.request("initialize"),
         {"protocolVersion": "2025-11-25", "capabilities": ALL},
-        headers=(("Mcp-Session-Id", "sess-1"),),
+        headers=(("Mcp-Session-Id", session),),
     )
     h.respond(h.request("notifications/initialized"), 202)
+    gets = [r for r in h.requests() if r.method == "GET"]
+    if gets:
+        h.sse(gets[-1], end=False)
+    assert h.machine.state == "ready"
+
+
+def test_a_renewal_lost_on_the_wire_is_only_logged() -> None:
+    h = HttpHarness(era="legacy")
+    h.feed(core.Connect(now=h.now))
+    open_http_legacy(h, "sess-1")
     h.take()
     t = request(h, "logging/setLevel", {"level": "error"})
     h.result_for(h.request("logging/setLevel"), {})
@@ -664,12 +674,7 @@ def test_a_renewal_lost_on_the_wire_is_only_logged() -> None:
     call = h.call("x")
     h.respond(h.request("tools/call"), 404)
     assert isinstance(h.error(call), core.SessionRejected)
-    h.result_for(
-        h.request("initialize"),
-        {"protocolVersion": "2025-11-25", "capabilities": ALL},
-        headers=(("Mcp-Session-Id", "sess-2"),),
-    )
-    h.respond(h.request("notifications/initialized"), 202)
+    open_http_legacy(h, "sess-2")
     renewal = h.request("logging/setLevel")
     assert h.body(renewal)["params"] == {"level": "error"}
     h.take()
