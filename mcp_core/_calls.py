@@ -609,7 +609,7 @@ class Calls:
             meta.update(modern_meta(self._capabilities))
             if self.log_level is not None:
                 meta[LOG_LEVEL_META] = self.log_level
-            if method == "ping" and not work.raw:
+            if method == "ping":
                 method = "server/discover"  # 2026-07-28 has no ping; discover is as cheap
         if work.progress:
             # The token is the request id: unique among active requests, as progress requires.

@@ -292,8 +292,8 @@ class OutputValidationError(McpError):
     def __init__(self, tool: str, path: str, problem: str) -> None:
         super().__init__(
             f"the result of tool {tool!r} does not match its output schema at {path}: "
-            f"{problem[:200]} (the server broke its own schema: fix the server, or call it "
-            "without output checks through request())"
+            f"{problem[:200]} (the server broke its own schema: report it to the server's "
+            "authors; the result was not used)"
         )
         self.tool = tool
         self.path = path

@@ -127,7 +127,7 @@ class ListItems(Event):
     def __post_init__(self) -> None:
         if self.kind not in ("resources", "resource_templates", "prompts", "tools"):
             raise ValueError(
-                "ListItems.kind must be 'resources', 'resource_templates' or 'prompts'"
+                "ListItems.kind must be 'tools', 'resources', 'resource_templates' or 'prompts'"
             )
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError("ListItems.timeout must be > 0")
@@ -143,7 +143,8 @@ class Request(Event):
     None, ``ping`` the round trip in seconds, any other method the result as received (all of
     them with ``raw=True``). ``logging/setLevel`` is kept: the machine applies it to every
     session it opens later (2026-07-28: on every request's ``_meta`` instead, nothing sent);
-    ``ping`` in 2026-07-28, which has none, is a ``server/discover`` round trip."""
+    ``ping`` in 2026-07-28, which has none, is a ``server/discover`` round trip (with
+    ``raw``, its result is the ``DiscoverResult``)."""
 
     ticket: int
     method: str

@@ -594,8 +594,12 @@ class SessionMachine:
         if isinstance(owner, Work):
             del connection.requests[request_id]  # type: ignore[arg-type]
             self._calls.finish(owner, error=error)
-        elif owner is not None:
+        elif owner in (DISCOVER, INITIALIZE):
             self.fail(connection, ConnectFailed(error.message))
+        elif owner is not None:  # a listen or a renewal: lost, like an HTTP stream that broke
+            assert isinstance(request_id, int)
+            del connection.requests[request_id]
+            self.lose(connection, owner, error, request_id)
         else:
             self._log("WARNING", f"discarded a message for no known request: {error.message}")
 

@@ -418,7 +418,8 @@ class ResourceContents:
         blob = None
         if encoded is not None:
             try:
-                blob = base64.b64decode(encoded, validate=True)
+                # Line breaks (MIME-style base64) are allowed, nothing else outside the alphabet.
+                blob = base64.b64decode("".join(encoded.split()), validate=True)
             except (binascii.Error, ValueError):
                 raise ValueError(f"{what}.blob is not valid base64") from None
         return cls(

@@ -25,7 +25,7 @@ from typing import Any
 from . import _jsonrpc as rpc
 from ._calls import Calls, Requester
 from ._connection import Connection
-from ._eras import SUBSCRIPTION_META, modern_meta
+from ._eras import LOG_LEVEL_META, SUBSCRIPTION_META, modern_meta
 from ._phases import Phase
 
 __all__ = ["LISTEN", "Subscriptions"]
@@ -82,9 +82,15 @@ class Subscriptions:
             LISTEN,
             {"notifications": {"resourceSubscriptions": list(wanted)}},
             LISTEN,
-            modern_meta(self._capabilities),
+            self._meta(),
         )
         self._listening[connection.index] = (request_id, wanted)
+
+    def _meta(self) -> dict[str, Any]:
+        meta = modern_meta(self._capabilities)
+        if self._calls.log_level is not None:  # the stream's notifications/message too
+            meta[LOG_LEVEL_META] = self._calls.log_level
+        return meta
 
     def _stop(self, connection: Connection, request_id: int) -> None:
         # A slot's listen and its request go together while the connection is ready: an

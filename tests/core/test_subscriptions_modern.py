@@ -18,11 +18,12 @@ OFFERS = {"resources": {"subscribe": True, "listChanged": True}}
 DISCOVERED = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": OFFERS}
 
 
-def modern(**fields: Any) -> Harness:
+def modern(offers: dict[str, Any] | None = None, **fields: Any) -> Harness:
     h = Harness(**fields)
     h.feed(core.Connect(now=h.now))
     h.spawned()
-    h.answer(h.last_request("server/discover")["id"], DISCOVERED)
+    discovered = DISCOVERED if offers is None else {**DISCOVERED, "capabilities": offers}
+    h.answer(h.last_request("server/discover")["id"], discovered)
     assert h.machine.status(h.now).era == "modern"
     h.take()
     return h
@@ -358,3 +359,25 @@ def test_each_ready_connection_of_a_pool_has_its_own_listen() -> None:
         sent = h.messages(slot=slot)
         assert [m["method"] for m in sent] == ["notifications/cancelled", LISTEN]
         assert uris(sent[1]) == ["u:a", "u:b"]
+
+
+def test_the_listen_carries_the_log_level_the_caller_set() -> None:
+    h = modern({**OFFERS, "logging": {}})
+    t = h.ticket()
+    h.feed(core.Request(now=h.now, ticket=t, method="logging/setLevel", params={"level": "info"}))
+    subscribe(h, "u:a")
+    [listen] = listens(h)
+    assert listen["params"]["_meta"]["io.modelcontextprotocol/logLevel"] == "info"
+
+
+def test_an_oversized_answer_to_the_listen_loses_the_stream_not_the_connection() -> None:
+    h = modern(max_message_bytes=4096)
+    subscribe(h, "u:a")
+    [listen] = listens(h)
+    h.take()
+    big = {"resultType": "complete", "pad": "x" * 8000}
+    h.answer(listen["id"], big)
+    assert h.machine.state == "ready"
+    h.now += 1.0
+    h.feed(core.TimerFired(now=h.now))
+    assert [uris(m) for m in listens(h)] == [["u:a"]]  # listened again after the delay
