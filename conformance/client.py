@@ -22,14 +22,12 @@ does what the scenario asks:
   ``elicitation/create`` and ``answer_elicitation`` accepts with the schema's defaults.
 - ``sse-retry``: ``test_reconnection``; the server ends the call's SSE stream before answering,
   so the answer arrives only after a resumption (GET + ``Last-Event-ID``, after ``retry:`` ms).
-  The call waits ``GET_STREAM_SETTLE`` first: our client opens its standalone GET stream right
-  after the handshake, alongside the first requests, and the 0.2.x mock answers a pending call
-  on whatever GET arrives, even one without ``Last-Event-ID`` (``sse-retry.ts``,
-  ``handleGetSSEStream``: ``if (this.pendingToolCallId !== null)``), which the spec forbids
-  ("MUST NOT send a JSON-RPC response on the stream unless resuming", 2025-11-25 transports).
-  A GET stream that opens after the call would take the answer, no resumption would happen, and
-  the mock would time that GET as the "reconnect" (-50 ms). 0.1.16's mock answered only a GET
-  with ``Last-Event-ID``; the wait keeps the checks as strict as they were there.
+  The mock answers a pending call on whatever GET arrives, even one without ``Last-Event-ID``
+  (``sse-retry.ts``, ``handleGetSSEStream``: ``if (this.pendingToolCallId !== null)``; v0.1.16's
+  mock did the same), which the spec forbids ("MUST NOT send a JSON-RPC response on the stream
+  unless resuming", 2025-11-25 transports), and times the last GET it saw as the reconnect. No
+  wait is needed here: the client is ready only once its standalone GET has been answered, so
+  that GET always reaches the mock before the call, and the resumption is the last GET.
 - ``sep-2322-client-request-state``: the four ``test_mrtr_*`` tools in the scenario's order.
 - ``json-schema-2020-12-preservation``: echo ``json_schema_2020_12_tool``'s input schema back
   through ``json_schema_echo``, exactly as listed.
@@ -89,8 +87,6 @@ SCENARIO_CALLS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
 # Scenarios that check the capabilities a client declares get a handler for each feature.
 ALL_CAPABILITIES = frozenset({"request-metadata"})
 
-# sse-retry: how long the standalone GET stream gets to open before the call (see above).
-GET_STREAM_SETTLE = 0.5
 # Well inside run.py's per-scenario limit, so a stuck client fails with its own error (logged)
 # instead of being killed by the harness with nothing said.
 TIMEOUT = 10.0
@@ -334,8 +330,6 @@ async def session(
                 scripted = True
             else:
                 calls = [(t.name, placeholder_arguments(t.input_schema)) for t in tools]
-            if scenario == "sse-retry":
-                await anyio.sleep(GET_STREAM_SETTLE)
             for name, arguments in calls:
                 try:
                     result = await client.call_tool(name, arguments, timeout=TIMEOUT)

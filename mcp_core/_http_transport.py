@@ -11,8 +11,9 @@ into messages for the session. This layer owns what HTTP decides:
   5xx during the handshake (retry, honouring ``Retry-After``), a JSON-RPC error in a 4xx body
   (the modern era's errors);
 - resuming a dropped SSE answer with GET + ``Last-Event-ID`` (legacy, at most 3 times,
-  honouring the stream's ``retry``), the optional listening GET, and the ``DELETE`` of the
-  session on close (waited for at most ``shutdown_grace``);
+  honouring the stream's ``retry``), the optional listening GET (opened before the session
+  is reported ready, see ``_confirmed``), and the ``DELETE`` of the session on close (waited
+  for at most ``shutdown_grace``);
 - which stream events still matter: an event for a stream this layer aborted or finished is
   dropped here (the one place late HTTP events are filtered); one for a stream never started
   is a driver bug (``UnexpectedEvent``).
@@ -60,6 +61,12 @@ __all__ = ["HttpEvent", "HttpTransport"]
 
 HttpEvent = HttpResponseStarted | HttpBodyReceived | HttpResponseEnded | HttpFailed
 
+# How long a legacy session waits for the head of its listening GET before it is reported
+# ready anyway (a server may hold that head until it has something to send). About the three
+# round trips of a request on a new TLS connection to a distant server; never past the
+# connect deadline.
+LISTEN_HEAD_WAIT = 1.0
+
 
 @dataclass(slots=True, eq=False)
 class _Stream:
@@ -95,7 +102,9 @@ class _Link:
     sse_endpoint: str | None = None  # the URL its `endpoint` event named, once known
     streams: dict[int, _Stream] = field(default_factory=dict)
     resumes: list[_Resume] = field(default_factory=list)
-    confirming: int | None = None  # the stream of the initialized POST the session awaits
+    # The stream the session awaits before it is ready: the initialized POST, then the GET.
+    confirming: int | None = None
+    confirm_deadline: float | None = None  # ready anyway then, GET head or not
     stop_deadline: float | None = None  # stop waiting for the DELETE then
 
 
@@ -182,7 +191,7 @@ class HttpTransport:
         """Drop a failed connection's streams and session; nothing to wait for (False)."""
         link = self._links[connection.index]
         self._abort_streams(link)
-        link.session_id = link.confirming = None
+        link.session_id = link.confirming = link.confirm_deadline = None
         link.resumes.clear()
         return False
 
@@ -192,6 +201,7 @@ class HttpTransport:
         that answer, at most ``shutdown_grace``."""
         link = self._links[connection.index]
         link.resumes.clear()
+        link.confirming = link.confirm_deadline = None
         self._abort_streams(link)
         if link.session_id is None or connection.modern:
             return False
@@ -208,8 +218,7 @@ class HttpTransport:
 
     def _renew(self, connection: Connection, link: _Link) -> None:
         """The server forgot the session: forget it too, and every stream of it."""
-        link.session_id = None
-        link.confirming = None
+        link.session_id = link.confirming = link.confirm_deadline = None
         self._abort_streams(link)
 
     def open_sse(self, connection: Connection) -> None:
@@ -257,16 +266,24 @@ class HttpTransport:
     def next_deadline(self, best: float | None) -> float | None:
         """The earlier of ``best`` and this layer's own deadlines."""
         for link in self._links:
-            if link.stop_deadline is not None and (best is None or link.stop_deadline < best):
-                best = link.stop_deadline
+            for t in (link.stop_deadline, link.confirm_deadline):
+                if t is not None and (best is None or t < best):
+                    best = t
             for resume in link.resumes:
                 if best is None or resume.at < best:
                     best = resume.at
         return best
 
     def expire(self, connection: Connection, now: float) -> None:
-        """The DELETE of the session got no answer in time: stop waiting for it."""
+        """The listening GET's head, or the DELETE of the session, did not come in time: stop
+        waiting for it."""
         link = self._links[connection.index]
+        if link.confirm_deadline is not None and link.confirm_deadline <= now:
+            # The GET stays open: whatever the server sends on it later is still read.
+            self._session.log(
+                "DEBUG", "no answer to the listening GET yet; the session is ready without it"
+            )
+            self._ready(connection, link)
         if link.stop_deadline is not None and link.stop_deadline <= now:
             self._abort_streams(link)
             self._deleted(connection, link)
@@ -394,7 +411,7 @@ class HttpTransport:
         self, connection: Connection, link: _Link, event: HttpResponseStarted, stream: _Stream
     ) -> None:
         if link.confirming == event.stream:
-            self._confirmed(connection, link)
+            self._confirmed(connection, link, stream)
         stream.status, stream.headers = event.status, event.headers
         ok = 200 <= event.status < 300
         owner = (
@@ -409,11 +426,26 @@ class HttpTransport:
         else:
             stream.body = bytearray()
 
-    def _confirmed(self, connection: Connection, link: _Link) -> None:
-        link.confirming = None
-        self._session.confirmed(connection)
-        if link.session_id is not None:
+    def _confirmed(self, connection: Connection, link: _Link, stream: _Stream) -> None:
+        """The stream the session awaited has its answer's head (any status) or failed.
+
+        After the initialized POST, a session with an id opens its listening GET first and
+        is ready only once that GET is answered (or failed, or ``LISTEN_HEAD_WAIT`` passed):
+        a call made once ready then always reaches the server after the GET, and a server
+        that (wrongly) answers a pending call on any GET cannot hand that call's answer to
+        the listening stream instead of to the call's own stream or its resumption."""
+        if stream.kind == "post" and link.session_id is not None:
             self._listen(connection)
+            link.confirming = self._next_stream
+            wait = self._session.now + LISTEN_HEAD_WAIT
+            deadline = connection.connect_deadline
+            link.confirm_deadline = wait if deadline is None else min(wait, deadline)
+            return
+        self._ready(connection, link)
+
+    def _ready(self, connection: Connection, link: _Link) -> None:
+        link.confirming = link.confirm_deadline = None
+        self._session.confirmed(connection)
 
     def _on_body(
         self, connection: Connection, link: _Link, stream_id: int, stream: _Stream, data: bytes
@@ -482,7 +514,7 @@ class HttpTransport:
         self, connection: Connection, link: _Link, event: HttpFailed, stream: _Stream
     ) -> None:
         if link.confirming == event.stream:
-            self._confirmed(connection, link)  # whether it arrived cannot be known: go on
+            self._confirmed(connection, link, stream)  # whether it arrived cannot be known: go on
         if stream.kind == "delete":
             self._deleted(connection, link)
         else:

@@ -257,7 +257,8 @@ class HttpHarness(Harness):
             self.feed(core.HttpResponseEnded(now=self.now, stream=request.stream))
 
     def connect_http_legacy(self, session: str | None = "sess-1") -> None:
-        """auto: the discover probe is refused with a bare 404, then initialize succeeds."""
+        """auto: the discover probe is refused with a bare 404, then initialize succeeds; with
+        a session, the listening GET gets a 200 SSE head and stays open."""
         self.feed(core.Connect(now=self.now))
         if self.spec.era == "auto":
             self.respond(self.request("server/discover"), 404)
@@ -269,6 +270,9 @@ class HttpHarness(Harness):
             headers=headers,
         )
         self.respond(self.request("notifications/initialized"), 202)
+        if session:
+            # Ready once the listening GET is answered: its head comes, the stream stays open.
+            self.sse(self.request(http="GET"), end=False)
         self.take()
 
     def connect_http_modern(self) -> None:

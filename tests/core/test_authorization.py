@@ -128,6 +128,8 @@ class AuthHarness(HttpHarness):
         result = {"protocolVersion": "2025-11-25", "capabilities": {}}
         self.result_for(init, result, headers=headers)
         self.respond(self.request("notifications/initialized"), 202)
+        if session:
+            self.sse(self.request(http="GET"), end=False)  # ready once the GET is answered
         assert self.machine.state == "ready"
         self.take()
 
@@ -527,6 +529,7 @@ def test_edges_of_holding_and_refusing() -> None:
     h.token()
     assert h.machine.state == "initializing"
     h.respond(h.request("notifications/initialized"), 202)
+    h.respond(h.request(http="GET"), 405)  # the listening GET is answered: ready
     assert h.machine.state == "ready"
     # Two calls out; one refused starts a flow that fails; the other, refused later, fails
     # at once with the same reason; a call not held is cancelled on the wire as usual.

@@ -48,15 +48,18 @@ def test_legacy_streamable_http_handshake_and_headers() -> None:
     assert h.machine.state == "initializing" and not [r for r in h.requests() if r.method == "GET"]
     h.take()
     h.respond(note, 202)
+    # The listening GET goes out first; ready once it is answered (any status), so no call
+    # can reach the server before it.
     listen = h.request(http="GET")
     assert h.header(listen, "Accept") == "text/event-stream"
+    assert h.machine.state == "initializing"
+    h.take()
+    h.respond(listen, 405)  # no GET stream: fine
+    assert h.of(core.Log)[-1].level == "DEBUG"
     status = h.machine.status(h.now)
     assert (status.state, status.transport, status.era) == ("ready", "http", "legacy")
     assert status.concurrency == "serialized"  # legacy HTTP default (SPEC §6)
     assert "sess-1" not in repr(status)
-    h.take()
-    h.respond(listen, 405)  # no GET stream: fine
-    assert h.of(core.Log)[-1].level == "DEBUG"
     t = h.call("echo", {"text": "hi"})
     call = h.request("tools/call")
     assert h.header(call, "Mcp-Session-Id") == "sess-1"
@@ -279,6 +282,8 @@ def test_session_expiry_reinitializes_in_place_and_queued_work_goes_out_on_it() 
     )
     assert h.machine.queued == 1  # still: the new session is ready once initialized is taken
     h.respond(h.request("notifications/initialized"), 202)
+    assert h.machine.queued == 1  # and its listening GET answered
+    h.sse(h.request(http="GET"), end=False)
     second = h.request("tools/call")
     assert h.body(second)["params"]["name"] == "second"
     assert h.header(second, "Mcp-Session-Id") == "new-session"
@@ -488,6 +493,71 @@ def test_initialize_refused_with_another_status() -> None:
     err = h.error(waiter)
     assert isinstance(err, core.ConnectFailed) and "HTTP 409" in str(err)
     assert err.http_error is not None and err.http_error.status == 409
+
+
+def initialized(h: HttpHarness, **kw: Any) -> tuple[int, core.StartHttp]:
+    """Connect (legacy, session ``s``) up to the initialized POST; a waiter for readiness."""
+    h.feed(core.Connect(now=h.now))
+    waiter = h.await_ready()
+    init = h.request("initialize")
+    result = {"protocolVersion": "2025-11-25", "capabilities": {}}
+    h.result_for(init, result, headers=(("Mcp-Session-Id", "s"),), **kw)
+    return waiter, h.request("notifications/initialized")
+
+
+def test_ready_waits_for_the_listening_gets_head_for_at_most_a_second() -> None:
+    # A server may (wrongly) answer a pending call on any GET (the conformance sse-retry
+    # mock): the listening GET must reach it before the first call. One that holds the GET's
+    # head delays readiness by 1 s, not until init_timeout.
+    h = HttpHarness(era="legacy")
+    waiter, note = initialized(h)
+    h.respond(note, 202)
+    listen = h.request(http="GET")
+    assert waiter not in h.replies and h.machine.next_deadline() == pytest.approx(1.0)
+    assert isinstance(h.error(h.call("early")), core.NotReady)
+    h.take()
+    h.fire_due()
+    assert h.now == pytest.approx(1.0) and h.result(waiter).state == "ready"
+    assert "listening GET" in h.of(core.Log)[0].message
+    assert not h.of(core.AbortHttp)  # the GET stays open: what comes on it is read
+    h.take()
+    h.sse(listen, sse_message({"jsonrpc": "2.0", "id": 9, "method": "ping"}), end=False)
+    assert h.body(h.request()) == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    assert h.machine.next_deadline() != pytest.approx(1.0)
+
+
+def test_the_wait_for_the_listening_get_never_fails_the_connect() -> None:
+    h = HttpHarness(era="legacy", init_timeout=0.5)
+    waiter, note = initialized(h)
+    h.advance(0.2)
+    h.respond(note, 202)
+    assert h.machine.next_deadline() == pytest.approx(0.5)  # the connect's deadline, not 1.2
+    h.fire_due()
+    assert h.result(waiter).state == "ready" and h.machine.status(h.now).last_error is None
+
+
+def test_a_failed_initialized_post_or_listening_get_goes_on() -> None:
+    h = HttpHarness(era="legacy")
+    waiter, note = initialized(h)
+    h.feed(core.HttpFailed(now=h.now, stream=note.stream, reason="ReadError"))
+    listen = h.request(http="GET")  # a session id: the GET goes out all the same
+    assert waiter not in h.replies
+    h.feed(core.HttpFailed(now=h.now, stream=listen.stream, reason="ConnectError"))
+    assert h.result(waiter).state == "ready"
+
+
+def test_close_while_waiting_for_the_listening_get() -> None:
+    h = HttpHarness(era="legacy")
+    waiter, note = initialized(h)
+    h.respond(note, 202)
+    listen = h.request(http="GET")
+    h.take()
+    stop = h.close()
+    assert core.AbortHttp(stream=listen.stream) in h.actions
+    assert h.machine.next_deadline() == pytest.approx(2.0)  # the DELETE's shutdown_grace
+    h.respond(h.request(http="DELETE"), 200)
+    assert h.result(stop) is None and isinstance(h.error(waiter), core.McpError)
+    assert h.machine.state == "closed"
 
 
 def test_timeout_on_legacy_http_cancels_by_notification_and_closes_the_stream() -> None:
