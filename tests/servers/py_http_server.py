@@ -18,8 +18,8 @@ Modes (the endpoint is /mcp unless said otherwise):
              legacy path. Use this mode when the test is about the modern era.
   sse        the deprecated 2024-11-05 HTTP+SSE transport: GET /sse, then POST to the `endpoint`
 
-Tools (as tests/servers/py_server.py, imported from there):
-  echo(text), add(a, b), slow(seconds, steps) with progress, fail()
+Tools, resources, prompts, completion, logging and subscriptions: as tests/servers/py_server.py
+(imported from there; tests/servers/SURFACE.md says what each mode delivers where), plus:
   ask(message)  elicits form input whose schema has a default for every field (string, integer,
                 number, enum, boolean) and returns the ElicitResult as JSON text
                 {"action": ..., "content": ...}; legacy sessions only (a stateless or modern
@@ -36,11 +36,12 @@ import sys
 from typing import Literal
 
 import anyio
+import py_server  # tests/servers is sys.path[0] when this file runs as a script
 import uvicorn
 from mcp.server.mcpserver import Context
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
 from mcp.types import JSONRPCMessage
-from py_server import server  # tests/servers is sys.path[0] when this file runs as a script
+from py_server import server
 from pydantic import BaseModel, Field
 from starlette.applications import Starlette
 
@@ -105,6 +106,9 @@ def build_app(mode: str) -> Starlette:
     if mode == "resumable":
         add_reconnect_tool()
         return server.streamable_http_app(event_store=MemoryEventStore(), retry_interval=50)
+    # A JSON answer carries nothing but the answer: py_server sends what it would have put on
+    # a call's stream (log, change_lists, the caller's own resources/updated) on the GET stream.
+    py_server.CALL_STREAMS = mode != "json"
     return server.streamable_http_app(
         json_response=mode == "json", stateless_http=mode in ("stateless", "modern")
     )

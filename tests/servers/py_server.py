@@ -18,21 +18,96 @@ Tools:
             on "accept" the server sends notifications/elicitation/complete before answering
   needs_connection() -> always the error -32042 (URLElicitationRequiredError) naming one URL
             elicitation, id "py-connect-2"
+  bump() -> the counter's new value (int, structured); test://counter changes, and its
+            subscribers are told (notifications/resources/updated, see Subscriptions)
+  log(level, text) -> "ok", after sending notifications/message {level, data: text,
+            logger: "py-test-server"} on this call's own stream (legacy: unless below the
+            connection's logging/setLevel level; modern: only if the call's _meta asks for
+            "io.modelcontextprotocol/logLevel" at or below `level`)
+  change_lists() -> "ok", after sending notifications/resources/list_changed,
+            notifications/prompts/list_changed and notifications/tools/list_changed (the lists
+            themselves do not change)
+
+Resources (resources/list pages 4 at a time, cursor opaque; 10 in all):
+  test://static/hello     text "hello world", text/plain
+  test://static/blob      blob b"\x00\x01binary\xff", application/octet-stream
+  test://counter          text: the counter ("0" at start), text/plain; subscribable
+  test://static/extra/N   N = 1..7, text "extra N", text/plain (filler, to make the list page)
+Resource template: test://items/{item_id} -> text "item <item_id>", text/plain
+Prompts:
+  simple                  no arguments; one user message "This is a simple prompt."
+  greeting(name, style?)  one user message: style casual (default) "Hey <name>!",
+                          formal "Good day, <name>.", pirate "Ahoy, <name>!"
+Completion (completion/complete): ref/prompt "greeting" argument "style" -> the styles that
+  start with the value; ref/resource "test://items/{item_id}" argument "item_id" -> the ids
+  1..12 that start with the value; anything else -> no values.
+Logging: logging/setLevel is served (legacy era), so the logging capability is declared.
+
+Subscriptions, per era (bump() drives both):
+  legacy   resources/subscribe and resources/unsubscribe {uri}; bump() sends
+           notifications/resources/updated {uri: "test://counter"} to every connection
+           subscribed to it: on the caller's own connection as part of the bump call (before its
+           answer, on its stream), on any other on that connection's standalone channel (stdio:
+           the pipe; Streamable HTTP: the GET stream, dropped if none is open).
+  modern   subscriptions/listen {notifications: {resourceSubscriptions: ["test://counter"],
+           toolsListChanged, promptsListChanged, resourcesListChanged}}: the SDK answers with
+           notifications/subscriptions/acknowledged, then streams the matching events, each
+           with _meta "io.modelcontextprotocol/subscriptionId" = the listen request's id.
+  change_lists() sends its three notifications on the legacy caller's own stream, and to
+  every modern listen stream that asked for them.
+The counter and the subscriptions belong to the process: every HTTP session shares them.
+tests/servers/SURFACE.md has example answers, what each HTTP mode delivers where, and the SDK's
+limits (what this file works around).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import warnings
+import weakref
+from typing import Annotated, Any, Literal
 
 import anyio
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp.shared.exceptions import UrlElicitationRequiredError
-from mcp_types import ElicitRequestURLParams
-from pydantic import BaseModel
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, UrlElicitationRequiredError
+from mcp_types import (
+    INVALID_PARAMS,
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    ElicitRequestURLParams,
+    EmptyResult,
+    ListResourcesResult,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
+    PaginatedRequestParams,
+    PromptListChangedNotification,
+    PromptReference,
+    ResourceListChangedNotification,
+    ResourceTemplateReference,
+    ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParams,
+    ServerNotification,
+    SetLevelRequestParams,
+    SubscribeRequestParams,
+    ToolListChangedNotification,
+    UnsubscribeRequestParams,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, Field
+
+# Logging is deprecated at 2026-07-28; the SDK warns on every use. This peer serves it on
+# purpose (legacy era, and the modern per-request opt-in), so the warnings are noise here.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 server: MCPServer = MCPServer("py-test-server", version="1", log_level="WARNING")
+lowlevel = server._lowlevel_server  # the SDK's own Server: the only way to add these handlers
 
 
 @server.tool()
@@ -102,6 +177,227 @@ def needs_connection() -> str:
             )
         ]
     )
+
+
+# --- legacy handshake: declare listChanged for tools, prompts and resources ---
+# MCPServer builds its initialize answer with NotificationOptions() (every listChanged false) on
+# stdio, Streamable HTTP and SSE alike; this wrapper changes the default for all three.
+_create_initialization_options = lowlevel.create_initialization_options
+
+
+def _initialization_options(
+    notification_options: NotificationOptions | None = None,
+    experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+    extensions: dict[str, dict[str, Any]] | None = None,
+) -> InitializationOptions:
+    options = notification_options or NotificationOptions(True, True, True)
+    return _create_initialization_options(options, experimental_capabilities, extensions)
+
+
+lowlevel.create_initialization_options = _initialization_options  # type: ignore[method-assign]
+
+
+def connection_of(session: ServerSession) -> Connection:
+    """The connection a request came on (the SDK keeps no public path to it from a handler)."""
+    connection: Connection = session._connection
+    return connection
+
+
+def is_modern(ctx: Context) -> bool:
+    return ctx.request_context.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+# Whether a call's own stream can carry notifications before its answer: true on stdio and for
+# SSE answers; py_http_server sets it false in `json` mode, where the SDK drops them (a JSON body
+# holds the answer alone), so they go on the connection's standalone channel (the GET stream).
+CALL_STREAMS = True
+
+
+async def notify_caller(ctx: Context, notification: ServerNotification) -> None:
+    """Send `notification` to the calling connection (legacy era), on the call's own stream
+    when it has one, else on the connection's standalone channel."""
+    related = ctx.request_id if CALL_STREAMS else None
+    await ctx.request_context.session.send_notification(notification, related_request_id=related)
+
+
+# --- resources ---
+
+HELLO_URI = "test://static/hello"
+BLOB_URI = "test://static/blob"
+COUNTER_URI = "test://counter"
+ITEM_TEMPLATE = "test://items/{item_id}"
+BLOB = b"\x00\x01binary\xff"
+PAGE_SIZE = 4
+ITEM_IDS = [str(n) for n in range(1, 13)]
+counter = 0
+
+
+@server.resource(HELLO_URI, name="hello", mime_type="text/plain")
+def hello() -> str:
+    return "hello world"
+
+
+@server.resource(BLOB_URI, name="blob", mime_type="application/octet-stream")
+def blob() -> bytes:
+    return BLOB
+
+
+@server.resource(COUNTER_URI, name="counter", mime_type="text/plain")
+def counter_value() -> str:
+    return str(counter)
+
+
+def add_extra(n: int) -> None:
+    @server.resource(f"test://static/extra/{n}", name=f"extra-{n}", mime_type="text/plain")
+    def extra() -> str:
+        return f"extra {n}"
+
+
+for _n in range(1, 8):
+    add_extra(_n)
+
+
+@server.resource(ITEM_TEMPLATE, name="item", mime_type="text/plain")
+def item(item_id: str) -> str:
+    return f"item {item_id}"
+
+
+async def list_resources_paged(
+    ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+) -> ListResourcesResult:
+    """resources/list in pages of PAGE_SIZE (MCPServer's own handler never pages)."""
+    resources = await server.list_resources()
+    cursor = params.cursor if params is not None else None
+    start = 0
+    if cursor is not None:
+        offset = cursor.removeprefix("after-")
+        if not (cursor.startswith("after-") and offset.isdigit()) or int(offset) >= len(resources):
+            raise MCPError(INVALID_PARAMS, f"invalid cursor {cursor!r}")
+        start = int(offset)
+    end = start + PAGE_SIZE
+    next_cursor = f"after-{end}" if end < len(resources) else None
+    return ListResourcesResult(resources=resources[start:end], next_cursor=next_cursor)
+
+
+lowlevel.add_request_handler("resources/list", PaginatedRequestParams, list_resources_paged)
+
+
+# --- legacy subscriptions (resources/subscribe) ---
+
+# uri -> the connections subscribed to it; a closed connection drops out by itself.
+subscribers: dict[str, weakref.WeakSet[Connection]] = {}
+
+
+async def subscribe(ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
+    subscribers.setdefault(params.uri, weakref.WeakSet()).add(connection_of(ctx.session))
+    return EmptyResult()
+
+
+async def unsubscribe(
+    ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams
+) -> EmptyResult:
+    subscribers.get(params.uri, weakref.WeakSet()).discard(connection_of(ctx.session))
+    return EmptyResult()
+
+
+lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+
+
+@server.tool()
+async def bump(ctx: Context) -> int:
+    """Add one to the counter (test://counter) and tell its subscribers."""
+    global counter
+    counter += 1
+    await ctx.notify_resource_updated(COUNTER_URI)  # modern subscriptions/listen streams
+    caller = connection_of(ctx.request_context.session)
+    for connection in list(subscribers.get(COUNTER_URI, ())):
+        if connection is caller:  # on this call's stream, so an HTTP client needs no GET stream
+            updated = ResourceUpdatedNotificationParams(uri=COUNTER_URI)
+            await notify_caller(ctx, ResourceUpdatedNotification(params=updated))
+        else:
+            await connection.send_resource_updated(COUNTER_URI)
+    return counter
+
+
+@server.tool()
+async def change_lists(ctx: Context) -> str:
+    """Announce that the resource, prompt and tool lists changed (they do not)."""
+    await ctx.notify_resources_changed()  # modern subscriptions/listen streams
+    await ctx.notify_prompts_changed()
+    await ctx.notify_tools_changed()
+    if not is_modern(ctx):  # at 2026-07-28 these may travel on listen streams only
+        await notify_caller(ctx, ResourceListChangedNotification())
+        await notify_caller(ctx, PromptListChangedNotification())
+        await notify_caller(ctx, ToolListChangedNotification())
+    return "ok"
+
+
+# --- prompts and completion ---
+
+STYLES = {"casual": "Hey {name}!", "formal": "Good day, {name}.", "pirate": "Ahoy, {name}!"}
+
+
+@server.prompt()
+def simple() -> str:
+    """A prompt without arguments."""
+    return "This is a simple prompt."
+
+
+@server.prompt()
+def greeting(
+    name: Annotated[str, Field(description="Who to greet")],
+    style: Annotated[str, Field(description="casual, formal or pirate")] = "casual",
+) -> str:
+    """Greet someone in a style (the style completes)."""
+    if style not in STYLES:  # MCPError: anything else the SDK answers with code 0
+        raise MCPError(INVALID_PARAMS, f"unknown style {style!r}: one of {', '.join(STYLES)}")
+    return STYLES[style].format(name=name)
+
+
+@server.completion()
+async def complete(
+    ref: PromptReference | ResourceTemplateReference,
+    argument: CompletionArgument,
+    context: CompletionContext | None,
+) -> Completion | None:
+    if isinstance(ref, PromptReference) and (ref.name, argument.name) == ("greeting", "style"):
+        values = [style for style in STYLES if style.startswith(argument.value)]
+    elif isinstance(ref, ResourceTemplateReference) and (ref.uri, argument.name) == (
+        ITEM_TEMPLATE,
+        "item_id",
+    ):
+        values = [item_id for item_id in ITEM_IDS if item_id.startswith(argument.value)]
+    else:
+        return None
+    return Completion(values=values, total=len(values), has_more=False)
+
+
+# --- logging ---
+
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+Level = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+
+async def set_level(ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> EmptyResult:
+    connection_of(ctx.session).state["log_level"] = params.level
+    return EmptyResult()
+
+
+lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
+
+
+@server.tool()
+async def log(level: Level, text: str, ctx: Context) -> str:
+    """Send notifications/message at `level` with `text` as its data."""
+    if is_modern(ctx):  # the SDK sends it only if this call's _meta opted in at that level
+        await ctx.log(level, text, logger_name="py-test-server")
+        return "ok"
+    threshold = connection_of(ctx.request_context.session).state.get("log_level", "debug")
+    if LEVELS.index(level) >= LEVELS.index(threshold):
+        message = LoggingMessageNotificationParams(level=level, data=text, logger="py-test-server")
+        await notify_caller(ctx, LoggingMessageNotification(params=message))
+    return "ok"
 
 
 if __name__ == "__main__":
