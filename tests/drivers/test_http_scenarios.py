@@ -251,10 +251,20 @@ async def test_modern_server_and_its_error_bodies(driver: str) -> None:
             call = [r for r in server.requests if r.rpc_method == "tools/call"][-1]
             assert call.header("mcp-method") == "tools/call"
             assert call.header("mcp-name") == "echo"
+            # A -32022 that lists 2026-07-28 is sent again once (basic/versioning: SHOULD retry
+            # with a supported version); the second -32022 is the caller's error.
             server.set_fault("unsupported_version", method="tools/call")
+            assert (await c.call_tool("echo", {"text": "y"})).text == "y"
+            server.set_fault("unsupported_version", method="tools/call", times=2)
             with pytest.raises(core.JsonRpcError) as info:
                 await c.call_tool("echo", {"text": "x"})
             assert info.value.code == -32022
+            calls = [r for r in server.requests if r.rpc_method == "tools/call"]
+            assert len(calls) == 5  # m; y twice; x twice
+            server.set_fault("unsupported_version", method="tools/call", supported=["2099-01-01"])
+            with pytest.raises(core.JsonRpcError):  # no version in common: not retried
+                await c.call_tool("echo", {"text": "z"})
+            assert len([r for r in server.requests if r.rpc_method == "tools/call"]) == 6
         assert not [r for r in server.requests if r.method in ("GET", "DELETE")]
 
 
