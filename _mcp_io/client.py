@@ -1,7 +1,8 @@
 """What both drivers' ``Client`` and ``ClientGroup`` do the same way, with no event loop and no
 thread of their own: keeping the reservations callers pass for priced tools, running the
 application's progress callbacks and reservation methods without letting them break the
-driver, wording a failed spawn, and the group's keywords and per-server log.
+driver, wording a failed spawn, the group's keywords and per-server log, the params of
+``completion/complete``, and ``call_tool(..., output_type=T)``'s pydantic step.
 
 Each helper that logs takes the driver's logger, so a record still names the driver it came
 from (``mcp_asyncio._client`` or ``mcp_sync._client``).
@@ -9,28 +10,47 @@ from (``mcp_asyncio._client`` or ``mcp_sync._client``).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import logging
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mcp_core import ProgressUpdate, Reservation, Tool
+from mcp_core import (
+    CallToolResult,
+    OutputValidationError,
+    ProgressUpdate,
+    PromptRef,
+    Reservation,
+    ResourceRef,
+    Tool,
+)
 from mcp_core.driver import reservation_facts
 from mcp_core.group import ToolTable
 
 __all__ = [
+    "CompletionRef",
     "ProgressCallback",
     "Reservations",
     "client_keywords",
+    "completion_params",
+    "output_adapter",
     "publish",
     "report",
     "server_log",
     "settle",
     "spawn_failure",
+    "with_data",
 ]
 
 ProgressCallback = Callable[[float, float | None, str | None], object]
+
+CompletionRef = PromptRef | ResourceRef | Mapping[str, str]
+"""What ``complete`` completes an argument of: ``{"type": "ref/prompt", "name": ...}``,
+``{"type": "ref/resource", "uri": ...}`` (a resource template's URI), or the matching
+``mcp_core.PromptRef`` / ``mcp_core.ResourceRef``."""
 
 # A spawn that fails for one of these will fail again: the executable or the cwd is missing
 # or unusable (SPEC §7).
@@ -115,3 +135,93 @@ def publish(table: ToolTable, server: str, tools: Sequence[Tool]) -> list[Tool]:
     for note in notes:
         server_log(server).warning("server %r: %s", server, note)
     return renamed
+
+
+def completion_params(
+    ref: CompletionRef,
+    argument: str,
+    value: str,
+    context: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """The params of ``completion/complete`` (2025-06-18 schema, CompleteRequest): ``ref``,
+    ``argument {name, value}``, and ``context {arguments}`` (the values already chosen for
+    the other arguments) when given. ``ValueError`` for a ``ref`` of no known type."""
+    if isinstance(ref, PromptRef | ResourceRef):
+        wire: dict[str, Any] = ref.to_wire()
+    elif isinstance(ref, Mapping) and ref.get("type") in ("ref/prompt", "ref/resource"):
+        wire = dict(ref)
+    else:
+        raise ValueError(
+            "ref must be {'type': 'ref/prompt', 'name': ...}, {'type': 'ref/resource', "
+            "'uri': ...}, a PromptRef or a ResourceRef"
+        )
+    params: dict[str, Any] = {"ref": wire, "argument": {"name": argument, "value": value}}
+    if context is not None:
+        params["context"] = {"arguments": dict(context)}
+    return params
+
+
+# --- call_tool(..., output_type=T) --------------------------------------------------------------
+
+_NO_PYDANTIC = (
+    "call_tool(..., output_type=...) needs pydantic: pip install 'mcp-sansio-client[pydantic]'"
+)
+
+
+def output_adapter(output_type: Any) -> Any:
+    """A ``pydantic.TypeAdapter`` for ``output_type``, built before the call is sent so that a
+    missing pydantic (``ImportError`` naming the extra) or a type pydantic cannot take
+    (pydantic's own error) fails at once, with nothing sent. pydantic is imported here only:
+    ``import mcp_sync`` / ``import mcp_asyncio`` never load it."""
+    try:
+        import pydantic
+    except ImportError:
+        raise ImportError(_NO_PYDANTIC) from None
+    try:
+        return _cached_adapter(output_type)
+    except TypeError:  # unhashable (a type built at run time): not cached
+        return pydantic.TypeAdapter(output_type)
+
+
+@functools.lru_cache(maxsize=128)
+def _cached_adapter(output_type: Any) -> Any:
+    # Building an adapter compiles a validator (about a millisecond); a type is usually given
+    # on every call, so each is built once.
+    import pydantic
+
+    return pydantic.TypeAdapter(output_type)
+
+
+def with_data(result: CallToolResult, tool: str, adapter: Any) -> CallToolResult:
+    """``result`` with ``data`` set to its structured content validated by ``adapter``.
+
+    A tool's own failure (``is_error``) is returned as it is, ``data`` None. No structured
+    content, or content the type refuses: ``OutputValidationError`` naming where (``$`` is
+    the whole content, ``$.items[0].name`` a part) and pydantic's message for the first
+    problem; the content itself is not repeated (it came from the server)."""
+    if result.is_error:
+        return result
+    if result.structured_content is None:
+        raise OutputValidationError(tool, "$", "the result has no structured content")
+    import pydantic  # loaded already: output_adapter made the adapter
+
+    try:
+        data = adapter.validate_python(result.structured_content)
+    except pydantic.ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        path, problem = (json_path(errors[0]["loc"]), errors[0]["msg"]) if errors else ("$", "")
+        raise OutputValidationError(tool, path, problem or exc.title) from None
+    return dataclasses.replace(result, data=data)
+
+
+def json_path(location: Sequence[str | int]) -> str:
+    """A pydantic error location as a JSONPath: ``("a", 0, "b c")`` -> ``$.a[0]['b c']``."""
+    path = "$"
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part.isidentifier():
+            path += f".{part}"
+        else:
+            path += "[" + repr(part) + "]"
+    return path

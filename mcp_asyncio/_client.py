@@ -29,8 +29,16 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 
+from _mcp_io.client import (
+    CompletionRef,
+    Reservations,
+    completion_params,
+    output_adapter,
+    report,
+    settle,
+    with_data,
+)
 from _mcp_io.client import ProgressCallback as ProgressCallback
-from _mcp_io.client import Reservations, report, settle
 from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
 from _mcp_io.otel import end_call_span, start_call_span
 from mcp_core import (
@@ -44,17 +52,27 @@ from mcp_core import (
     CancelCall,
     Close,
     CloseStdin,
+    Completion,
     Connect,
     ElicitationComplete,
     Event,
+    GetPromptResult,
     HandleServerRequest,
+    ListItems,
     ListTools,
     Log,
     NotReady,
     PrepareAuthorization,
     ProgressUpdate,
+    Prompt,
+    ReadResourceResult,
     Reply,
+    Request,
     Reservation,
+    Resource,
+    ResourceTemplate,
+    ResourceUpdated,
+    RootsChanged,
     SaveAuthorization,
     ServerRequestAnswered,
     SessionMachine,
@@ -65,9 +83,11 @@ from mcp_core import (
     Spec,
     StartHttp,
     Status,
+    Subscribe,
     TimerFired,
     TokenStore,
     Tool,
+    Unsubscribe,
     WriteStdin,
 )
 from mcp_core.replay import Recorder
@@ -190,6 +210,7 @@ class Client:
         self._recorder: Recorder | None = None
         self._tickets = itertools.count(1)
         self._waiters: dict[int, _Waiter] = {}
+        self._on_update: dict[str, UpdateCallback] = {}  # subscribed URI -> its callback
         self._reservations = Reservations()
         self._slots: dict[int, ProcessSlot] = {}
         self._running: set[ProcessSlot] = set()
@@ -342,6 +363,7 @@ class Client:
         timeout: float | None = None,
         reservation: Reservation | None = None,
         progress: ProgressCallback | None = None,
+        output_type: Any = None,
     ) -> CallToolResult:
         """Call tool ``name``; a tool's own failure is a result with ``is_error=True``.
 
@@ -353,7 +375,14 @@ class Client:
         the request is sent and releases it if the call fails before that (SPEC §10). With
         OpenTelemetry configured, the call is a client span and its trace context goes in
         ``_meta`` (``_mcp_io/otel.py``).
+
+        ``output_type=T`` (a pydantic model, a dataclass, ``list[int]``, ...; the ``pydantic``
+        extra): ``result.data`` is the structured content validated as a ``T``; content that
+        is missing or does not fit raises ``OutputValidationError`` (its ``path`` says where),
+        a tool's own failure comes back as it is with ``data`` None. Without pydantic this
+        raises ``ImportError`` before anything is sent.
         """
+        adapter = None if output_type is None else output_adapter(output_type)
         meta, span = start_call_span(self.name, name, self._spec.transport)
         try:
             value = await self._call(
@@ -375,11 +404,146 @@ class Client:
             raise
         if span is not None:
             end_call_span(span, value)
-        return cast(CallToolResult, value)
+        result = cast(CallToolResult, value)
+        return result if adapter is None else with_data(result, name, adapter)
+
+    # Beyond tools (SPEC §15). A method whose capability the server did not declare raises
+    # ``NotSupported`` before anything is sent; other failures raise ``McpError`` as
+    # ``call_tool`` does (``RequestTimeout``, ``JsonRpcError``, ``InvalidResponse``, ...).
+
+    async def list_resources(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> list[Resource]:
+        """The server's resources, every page; from the cache unless ``refresh`` (kept until
+        the server says the list changed, and no longer than a 2026-07-28 server's ``ttlMs``)."""
+        return cast(list[Resource], await self._list("resources", refresh, timeout))
+
+    async def list_resource_templates(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> list[ResourceTemplate]:
+        """The server's resource templates, every page (cached like ``list_resources``)."""
+        return cast(
+            list[ResourceTemplate], await self._list("resource_templates", refresh, timeout)
+        )
+
+    async def list_prompts(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> list[Prompt]:
+        """The server's prompts, every page (cached like ``list_resources``)."""
+        return cast(list[Prompt], await self._list("prompts", refresh, timeout))
+
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        """Read resource ``uri`` (a listed one, or a template filled in): its contents, text
+        or ``blob`` bytes."""
+        value = await self._request("resources/read", {"uri": uri}, timeout)
+        return cast(ReadResourceResult, value)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> GetPromptResult:
+        """Prompt ``name`` filled in with ``arguments`` (strings): its messages."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return cast(GetPromptResult, await self._request("prompts/get", params, timeout))
+
+    async def complete(
+        self,
+        ref: CompletionRef,
+        argument: str,
+        value: str,
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """Values the server suggests for ``argument`` of a prompt or resource template
+        (``ref``: ``{"type": "ref/prompt", "name": ...}``, ``{"type": "ref/resource",
+        "uri": ...}``, a ``PromptRef`` or a ``ResourceRef``), given what the user typed so far
+        (``value``) and the arguments already chosen (``context``); ``ValueError`` for another
+        ``ref``."""
+        params = completion_params(ref, argument, value, context)
+        return cast(Completion, await self._request("completion/complete", params, timeout))
+
+    async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
+        """Ask the server to send its log messages at ``level`` and above (one of
+        ``mcp_core.LOG_LEVELS``, else ``ValueError``); they go to the ``logging`` logger
+        ``mcp.server.<name>``. The level is kept: every later session gets it too."""
+        await self._request("logging/setLevel", {"level": level}, timeout)
+
+    async def ping(self, *, timeout: float | None = None) -> float:
+        """Ask the server whether it is there: the round trip in seconds."""
+        return cast(float, await self._request("ping", None, timeout))
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send request ``method`` with ``params`` and return its result as received: for
+        what this client has no method of its own for. ``ValueError`` for a method it does
+        have one for (``tools/call``, the lists, subscriptions: their method says why), or a
+        notification."""
+        return cast(dict[str, Any], await self._request(method, params, timeout, raw=True))
+
+    async def subscribe(
+        self, uri: str, on_update: UpdateCallback, *, timeout: float | None = None
+    ) -> None:
+        """Have ``on_update(uri)`` called each time the server says resource ``uri`` changed
+        (read it again for the new contents), until ``unsubscribe(uri)``. Returns once the
+        server accepted it; subscribing again replaces the callback. The subscription
+        outlives reconnects. If it fails, the callback it replaced (if any) stays."""
+        previous = self._on_update.get(uri)
+        # Before the answer: an update may be performed right after it, in the same feed.
+        self._on_update[uri] = on_update
+        try:
+            await self._call(lambda t: Subscribe(now=_now(), ticket=t, uri=uri, timeout=timeout))
+        except BaseException:
+            if self._on_update.get(uri) is on_update:  # not replaced meanwhile
+                if previous is None:
+                    del self._on_update[uri]
+                else:
+                    self._on_update[uri] = previous
+            raise
+
+    async def unsubscribe(self, uri: str, *, timeout: float | None = None) -> None:
+        """Stop the updates of ``uri``: its callback is not called from now on, even if this
+        raises (after telling the server failed)."""
+        self._on_update.pop(uri, None)
+        await self._call(lambda t: Unsubscribe(now=_now(), ticket=t, uri=uri, timeout=timeout))
+
+    def notify_roots_changed(self) -> None:
+        """Tell the server the answer of the ``roots=`` handler changed, so that it asks again
+        (legacy sessions; 2026-07-28 servers ask on every request that needs roots). Never
+        blocks; does nothing without a ``roots=`` handler or a ready session."""
+        self._feed(RootsChanged(now=_now()))
 
     def status(self) -> Status:
         """A snapshot of the session; never blocks."""
         return self._machine.status(_now())
+
+    async def _list(self, kind: str, refresh: bool, timeout: float | None) -> object:
+        return await self._call(
+            lambda t: ListItems(now=_now(), ticket=t, kind=kind, refresh=refresh, timeout=timeout)
+        )
+
+    async def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        timeout: float | None,
+        raw: bool = False,
+    ) -> object:
+        return await self._call(
+            lambda t: Request(
+                now=_now(), ticket=t, method=method, params=params, timeout=timeout, raw=raw
+            )
+        )
 
     async def _call(
         self, make: Callable[[int], Event], progress: ProgressCallback | None = None
@@ -466,6 +630,11 @@ class Client:
                 waiter = self._waiters.get(action.ticket)
                 if waiter is not None and waiter.progress is not None:
                     report(waiter.progress, action, _log)
+            case ResourceUpdated():
+                on_update = self._on_update.get(action.uri)
+                if on_update is not None:
+                    assert self._tasks is not None
+                    self._tasks.start_soon(self._updated, on_update, action.uri)
             case Log():
                 level = logging.getLevelNamesMapping().get(action.level, logging.WARNING)
                 logging.getLogger(action.logger).log(level, "%s", action.message)
@@ -523,6 +692,15 @@ class Client:
                 await result
         except Exception:
             _log.exception("the elicitation_complete callback raised")
+
+    async def _updated(self, on_update: UpdateCallback, uri: str) -> None:
+        """Run a subscriber's callback (plain or async); its exception is logged."""
+        try:
+            result = on_update(uri)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            _log.exception("the on_update callback of a subscription raised")
 
     async def _answer(self, handler: Handler, action: HandleServerRequest) -> None:
         """Run the application's handler (plain or async); its failure is the server's
@@ -587,6 +765,12 @@ in a task of the client (a plain one runs on the event loop: it must not block);
 abandons the login (the error names its class only). The redirect URI it stands for is its
 ``redirect_uri`` attribute when it has one (a callable object running a listener of its own),
 else ``http://127.0.0.1:<oauth.redirect_port>/callback``."""
+
+UpdateCallback = Callable[[str], object]
+"""``subscribe(uri, on_update)``: called with the URI each time the server says that resource
+changed (``notifications/resources/updated``). A plain function or a coroutine function, run
+in a task of the client, one task per update (a plain one runs on the event loop: it must not
+block); it may await the client, e.g. ``read_resource(uri)``. Its exceptions are logged."""
 
 CompletionCallback = Callable[[str], object]
 """``elicitation_complete=``: called with the ``elicitationId`` of a URL elicitation the server

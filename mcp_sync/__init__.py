@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from _mcp_io.tokens import FileTokenStore, TokenStoreError
 
-from ._client import AuthorizeCallback, Client, CompletionCallback, Handler, ProgressCallback
+from ._client import (
+    AuthorizeCallback,
+    Client,
+    CompletionCallback,
+    Handler,
+    ProgressCallback,
+    UpdateCallback,
+)
 from ._group import ClientGroup
 
 __all__ = [
@@ -21,4 +28,5 @@ __all__ = [
     "Handler",
     "ProgressCallback",
     "TokenStoreError",
+    "UpdateCallback",
 ]

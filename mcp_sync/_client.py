@@ -19,16 +19,25 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, cast
 
+from _mcp_io.client import (
+    CompletionRef,
+    Reservations,
+    completion_params,
+    output_adapter,
+    report,
+    settle,
+    with_data,
+)
 from _mcp_io.client import ProgressCallback as ProgressCallback
-from _mcp_io.client import Reservations, report, settle
 from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
 from _mcp_io.otel import end_call_span, start_call_span
 from mcp_core import (
@@ -42,17 +51,27 @@ from mcp_core import (
     CancelCall,
     Close,
     CloseStdin,
+    Completion,
     Connect,
     ElicitationComplete,
     Event,
+    GetPromptResult,
     HandleServerRequest,
+    ListItems,
     ListTools,
     Log,
     NotReady,
     PrepareAuthorization,
     ProgressUpdate,
+    Prompt,
+    ReadResourceResult,
     Reply,
+    Request,
     Reservation,
+    Resource,
+    ResourceTemplate,
+    ResourceUpdated,
+    RootsChanged,
     SaveAuthorization,
     ServerRequestAnswered,
     SessionMachine,
@@ -63,9 +82,11 @@ from mcp_core import (
     Spec,
     StartHttp,
     Status,
+    Subscribe,
     TimerFired,
     TokenStore,
     Tool,
+    Unsubscribe,
     WriteStdin,
 )
 from mcp_core.replay import Recorder
@@ -161,6 +182,11 @@ class Client:
         self._last_now = 0.0
         self._tickets = itertools.count(1)
         self._waiters: dict[int, _Waiter] = {}
+        self._on_update: dict[str, UpdateCallback] = {}  # subscribed URI -> its callback
+        # Updates to deliver, in order, by one thread started at the first one: a callback
+        # may call the client (read_resource), which a reader thread must not do.
+        self._updates: queue.SimpleQueue[tuple[UpdateCallback, str] | None] = queue.SimpleQueue()
+        self._updater: threading.Thread | None = None
         # The most callers waiting at once since none last waited, and whether the busy spell
         # before had a single one. Only then does a caller waiting alone use the pipes itself:
         # threads calling in a loop all find themselves alone at the start of each round of
@@ -289,6 +315,7 @@ class Client:
         timeout: float | None = None,
         reservation: Reservation | None = None,
         progress: ProgressCallback | None = None,
+        output_type: Any = None,
     ) -> CallToolResult:
         """Call tool ``name``. ``progress(progress, total, message)`` is called for each
         progress notification from the thread that read it: this caller's own while it reads
@@ -297,7 +324,14 @@ class Client:
         (the spec's ``prices``) needs ``reservation=`` from your ``SpendGate`` (else
         ``UnmeteredCall``, nothing sent); the client commits it once the request is sent and
         releases it if the call fails before that (SPEC §10). With OpenTelemetry configured,
-        the call is a client span and its trace context goes in ``_meta`` (``_mcp_io/otel.py``)."""
+        the call is a client span and its trace context goes in ``_meta`` (``_mcp_io/otel.py``).
+
+        ``output_type=T`` (a pydantic model, a dataclass, ``list[int]``, ...; the ``pydantic``
+        extra): ``result.data`` is the structured content validated as a ``T``; content that
+        is missing or does not fit raises ``OutputValidationError`` (its ``path`` says where),
+        a tool's own failure comes back as it is with ``data`` None. Without pydantic this
+        raises ``ImportError`` before anything is sent."""
+        adapter = None if output_type is None else output_adapter(output_type)
         meta, span = start_call_span(self.name, name, self._spec.transport)
         try:
             value = self._call(
@@ -320,12 +354,153 @@ class Client:
         assert isinstance(value, CallToolResult)
         if span is not None:
             end_call_span(span, value)
-        return value
+        return value if adapter is None else with_data(value, name, adapter)
+
+    # Beyond tools (SPEC §15). A method whose capability the server did not declare raises
+    # ``NotSupported`` before anything is sent; other failures raise ``McpError`` as
+    # ``call_tool`` does (``RequestTimeout``, ``JsonRpcError``, ``InvalidResponse``, ...).
+
+    def list_resources(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> list[Resource]:
+        """The server's resources, every page; from the cache unless ``refresh`` (kept until
+        the server says the list changed, and no longer than a 2026-07-28 server's ``ttlMs``)."""
+        return cast(list[Resource], self._list("resources", refresh, timeout))
+
+    def list_resource_templates(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> list[ResourceTemplate]:
+        """The server's resource templates, every page (cached like ``list_resources``)."""
+        return cast(list[ResourceTemplate], self._list("resource_templates", refresh, timeout))
+
+    def list_prompts(self, *, refresh: bool = False, timeout: float | None = None) -> list[Prompt]:
+        """The server's prompts, every page (cached like ``list_resources``)."""
+        return cast(list[Prompt], self._list("prompts", refresh, timeout))
+
+    def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        """Read resource ``uri`` (a listed one, or a template filled in): its contents, text
+        or ``blob`` bytes."""
+        return cast(ReadResourceResult, self._request("resources/read", {"uri": uri}, timeout))
+
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> GetPromptResult:
+        """Prompt ``name`` filled in with ``arguments`` (strings): its messages."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return cast(GetPromptResult, self._request("prompts/get", params, timeout))
+
+    def complete(
+        self,
+        ref: CompletionRef,
+        argument: str,
+        value: str,
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """Values the server suggests for ``argument`` of a prompt or resource template
+        (``ref``: ``{"type": "ref/prompt", "name": ...}``, ``{"type": "ref/resource",
+        "uri": ...}``, a ``PromptRef`` or a ``ResourceRef``), given what the user typed so far
+        (``value``) and the arguments already chosen (``context``); ``ValueError`` for another
+        ``ref``."""
+        params = completion_params(ref, argument, value, context)
+        return cast(Completion, self._request("completion/complete", params, timeout))
+
+    def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
+        """Ask the server to send its log messages at ``level`` and above (one of
+        ``mcp_core.LOG_LEVELS``, else ``ValueError``); they go to the ``logging`` logger
+        ``mcp.server.<name>``. The level is kept: every later session gets it too."""
+        self._request("logging/setLevel", {"level": level}, timeout)
+
+    def ping(self, *, timeout: float | None = None) -> float:
+        """Ask the server whether it is there: the round trip in seconds."""
+        return cast(float, self._request("ping", None, timeout))
+
+    def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send request ``method`` with ``params`` and return its result as received: for
+        what this client has no method of its own for. ``ValueError`` for a method it does
+        have one for (``tools/call``, the lists, subscriptions: their method says why), or a
+        notification."""
+        return cast(dict[str, Any], self._request(method, params, timeout, raw=True))
+
+    def subscribe(
+        self, uri: str, on_update: UpdateCallback, *, timeout: float | None = None
+    ) -> None:
+        """Have ``on_update(uri)`` called each time the server says resource ``uri`` changed
+        (read it again for the new contents), until ``unsubscribe(uri)``. Returns once the
+        server accepted it; subscribing again replaces the callback. The subscription
+        outlives reconnects. If it fails, the callback it replaced (if any) stays."""
+        with self._lock:
+            previous = self._on_update.get(uri)
+            # Before the answer: an update may be performed right after it, in the same feed.
+            self._on_update[uri] = on_update
+        try:
+            self._call(
+                lambda t: Subscribe(now=time.monotonic(), ticket=t, uri=uri, timeout=timeout)
+            )
+        except BaseException:
+            with self._lock:
+                if self._on_update.get(uri) is on_update:  # not replaced meanwhile
+                    if previous is None:
+                        del self._on_update[uri]
+                    else:
+                        self._on_update[uri] = previous
+            raise
+
+    def unsubscribe(self, uri: str, *, timeout: float | None = None) -> None:
+        """Stop the updates of ``uri``: its callback is not called from now on, even if this
+        raises (after telling the server failed)."""
+        with self._lock:
+            self._on_update.pop(uri, None)
+        self._call(lambda t: Unsubscribe(now=time.monotonic(), ticket=t, uri=uri, timeout=timeout))
+
+    def notify_roots_changed(self) -> None:
+        """Tell the server the answer of the ``roots=`` handler changed, so that it asks again
+        (legacy sessions; 2026-07-28 servers ask on every request that needs roots). Never
+        blocks; does nothing without a ``roots=`` handler or a ready session."""
+        self._feed(RootsChanged(now=time.monotonic()))
 
     def status(self) -> Status:
         """The session's status now; never waits for I/O."""
         with self._lock:
             return self._machine.status(max(self._last_now, time.monotonic()))
+
+    def _list(self, kind: str, refresh: bool, timeout: float | None) -> object:
+        return self._call(
+            lambda t: ListItems(
+                now=time.monotonic(), ticket=t, kind=kind, refresh=refresh, timeout=timeout
+            )
+        )
+
+    def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        timeout: float | None,
+        raw: bool = False,
+    ) -> object:
+        return self._call(
+            lambda t: Request(
+                now=time.monotonic(),
+                ticket=t,
+                method=method,
+                params=params,
+                timeout=timeout,
+                raw=raw,
+            )
+        )
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -459,6 +634,15 @@ class Client:
                 waiter = self._waiters.get(action.ticket)
                 if waiter is not None and waiter.progress is not None:
                     later.append(partial(report, waiter.progress, action, _log))
+            case ResourceUpdated():
+                on_update = self._on_update.get(action.uri)
+                if on_update is not None:  # the updates thread runs it, outside the lock
+                    self._updates.put((on_update, action.uri))
+                    if self._updater is None:
+                        self._updater = threading.Thread(
+                            target=self._run_updates, name=f"mcp-{self.name}-updates", daemon=True
+                        )
+                        self._updater.start()
             case Log():
                 level = logging.getLevelNamesMapping().get(action.level, logging.WARNING)
                 log = logging.getLogger(action.logger).log
@@ -491,6 +675,16 @@ class Client:
             self._elicitation_complete(elicitation_id)
         except Exception:
             _log.exception("the elicitation_complete callback raised")
+
+    def _run_updates(self) -> None:
+        """The updates thread: run each subscriber's callback in turn until stop(); an
+        exception is logged."""
+        while (update := self._updates.get()) is not None:
+            on_update, uri = update
+            try:
+                on_update(uri)
+            except Exception:
+                _log.exception("the on_update callback of a subscription raised")
 
     def _answer_in_thread(self, handler: Handler, action: HandleServerRequest) -> None:
         # The handler may block on a person: it runs in its own thread, never under the lock.
@@ -549,6 +743,10 @@ class Client:
             slot.join(deadline)
         self._http.close(deadline)  # the machine has aborted its requests already
         self._browser.close()  # a browser step still waiting ends within 0.1 s
+        if self._updater is not None:  # it runs the updates already queued, then ends
+            self._updates.put(None)
+            if self._updater is not threading.current_thread():  # stop() from a callback
+                self._updater.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
             self._recorder = None
             if self._record_file is not None:
@@ -579,6 +777,12 @@ redirected to, or that redirect's query parameters as a mapping (``code``, ``sta
 an exception abandons the login (the error names its class only). The redirect URI it stands
 for is its ``redirect_uri`` attribute when it has one (a callable object running a listener of
 its own), else ``http://127.0.0.1:<oauth.redirect_port>/callback``."""
+
+UpdateCallback = Callable[[str], object]
+"""``subscribe(uri, on_update)``: called with the URI each time the server says that resource
+changed (``notifications/resources/updated``). It runs in a thread of the client's own, one
+update at a time, in the order they came; it may call the client, e.g. ``read_resource(uri)``
+(a callback still running makes ``stop()`` wait, up to 5 s). Its exceptions are logged."""
 
 CompletionCallback = Callable[[str], object]
 """``elicitation_complete=``: called with the ``elicitationId`` of a URL elicitation the server

@@ -16,6 +16,7 @@ EXPORTS = [
     "Handler",
     "ProgressCallback",
     "TokenStoreError",
+    "UpdateCallback",
 ]
 
 
