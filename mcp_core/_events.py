@@ -172,7 +172,8 @@ class Subscribe(Event):
     """A caller wants ``ResourceUpdated`` for ``uri`` until it unsubscribes (legacy:
     ``resources/subscribe``; 2026-07-28: the ``subscriptions/listen`` stream the machine
     keeps). The subscription outlives reconnects: the machine renews it on every new
-    session. Answered once the server accepted it."""
+    session. Answered once the server accepted it (legacy), or once the listen carrying it
+    was sent (2026-07-28: the server's acknowledgement, if it names less, is logged)."""
 
     ticket: int
     uri: str

@@ -143,7 +143,9 @@ class Opening:
             self._initialize_answered(connection, response)
 
     def _learn(self, era: str) -> None:
-        self._known_era = self._era_cache[self._era_key] = era
+        self._known_era = era
+        if self._spec.era == "auto":  # SPEC §5 caches what a probe found, not what was pinned
+            self._era_cache[self._era_key] = era
 
     def _discover_answered(self, connection: Connection, response: rpc.Response) -> None:
         connection.probe_deadline = None

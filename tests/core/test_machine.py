@@ -107,6 +107,21 @@ def test_era_verdict_is_cached_per_command_line() -> None:
     assert [m["method"] for m in other.messages()] == ["server/discover"]
 
 
+def test_a_pinned_era_is_not_a_verdict_for_the_cache() -> None:
+    cache: dict[str, str] = {}
+    pinned = Harness(era_cache=cache, era="legacy")
+    pinned.feed(core.Connect(now=0.0))
+    pinned.spawned()
+    init = pinned.last_request("initialize")
+    pinned.answer(init["id"], {"protocolVersion": "2025-11-25", "capabilities": {}})
+    assert pinned.machine.state == "ready"
+    assert cache == {}  # nothing was probed: an era='auto' client still asks
+    h = Harness(era_cache=cache)
+    h.feed(core.Connect(now=0.0))
+    h.spawned()
+    assert [m["method"] for m in h.messages()] == ["server/discover"]
+
+
 def test_the_era_verdict_is_read_once_and_a_recording_starts_from_it(tmp_path) -> None:
     # A machine started after another learned the era skips the probe; its recording says
     # so, and its replay (a fresh process, an empty cache) skips the probe too.

@@ -67,18 +67,10 @@ def no_children_left() -> Iterator[None]:
     wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
 
 
-ERA_CACHE_BUG = (
-    "mcp_core/_opening.py: Opening._initialize_answered records 'legacy' in the shared "
-    "per-server era cache even when the spec pinned era='legacy' (no probe was made), so a "
-    "later era='auto' client of the same server skips server/discover and speaks legacy to a "
-    "server that speaks 2026-07-28; SPEC §5 caches the verdict of an era='auto' probe only"
-)
-
-
 @pytest.fixture(autouse=True)
 def fresh_era_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts with no era verdict: the drivers share one per server command line,
-    and a legacy-pinned session writes it too (ERA_CACHE_BUG)."""
+    """Each test starts with no era verdict: the drivers share one per server command line
+    for the life of the process, and these tests pin eras and probe the same servers."""
     monkeypatch.setattr(async_client, "_ERA_CACHE", {})
     monkeypatch.setattr(sync_client, "_ERA_CACHE", {})
 
@@ -522,7 +514,6 @@ async def test_py_server_resources_prompts_and_completion(
         assert raw["contents"][0]["text"] == "hello world"
 
 
-@pytest.mark.xfail(strict=True, reason=ERA_CACHE_BUG)
 async def test_a_pinned_legacy_session_leaves_auto_clients_to_probe(driver: str) -> None:
     async with stdio(driver, py_server_argv(), era="legacy") as pinned:
         assert pinned.status().era == "legacy"
