@@ -325,8 +325,10 @@ class Calls:
         return True
 
     def connection_ready(self, connection: Connection) -> None:
-        """A session opened (again): the tool list of an earlier one may be stale, and a
-        legacy session starts at the server's own log level."""
+        """A session opened (again). A legacy one starts at the server's own log level and
+        with no subscription: both are renewed (the modern era sends the level on every
+        request, and ``_subscriptions.py`` opens its listen). The list caches stay: a server
+        that changes them says so."""
         assert connection.handshake is not None
         if connection.handshake.era == "modern":
             return
