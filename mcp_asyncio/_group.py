@@ -1,4 +1,4 @@
-"""Many servers behind one tool list: ``ClientGroup`` (SPEC §3, §12), on anyio.
+"""Many servers behind one tool list: ``ClientGroup`` (SPEC §3, §12, §15), on anyio.
 
 The same API as ``mcp_sync.ClientGroup``, awaited. Each client lives in a task of the group's
 task group from its ``start()`` to its ``stop()`` (a ``Client`` must be started and stopped by
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from types import MappingProxyType, TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import TaskStatus
@@ -22,12 +22,18 @@ from anyio.abc import TaskStatus
 from _mcp_io.client import client_keywords, publish, server_log
 from mcp_core import (
     CallToolResult,
+    GetPromptResult,
     McpError,
     NotReady,
+    NotSupported,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
     Status,
     Tool,
 )
-from mcp_core.group import GroupSpecs, down_error, plan_group
+from mcp_core.group import GroupSpecs, PromptTable, ToolTable, down_error, plan_group
 
 from ._client import Client
 
@@ -35,6 +41,8 @@ __all__ = ["ClientGroup"]
 
 # The keywords a group passes on to every client as they are (the rest are spec fields).
 _CLIENT_KEYWORDS = client_keywords(Client)
+
+T = TypeVar("T")
 
 
 class ClientGroup:
@@ -57,6 +65,13 @@ class ClientGroup:
 
     Tool names are ``mcp__<server>__<tool>`` (see ``mcp_core.group.ToolTable``); the key of a
     server in ``specs`` is its name there, in ``status()`` and in ``clients``.
+
+    Beyond tools (SPEC §15), the same choices as ``mcp_sync.ClientGroup``: prompts are named
+    ``mcp__<server>__<prompt>`` by the tools' rules (``PromptTable``), and ``get_prompt`` of a
+    name no server lists raises ``UnknownPrompt``; resources and templates are listed per
+    server (``dict`` of server name to list; a server that is down, offers no resources or
+    fails to list them is left out and logged to ``mcp_client.<server>``) and read with
+    ``read_resource(server, uri)``, since a URI means something only to its own server.
     """
 
     def __init__(
@@ -74,6 +89,7 @@ class ClientGroup:
             lambda spec: Client(spec, wait=False, **plan.client_options)
         )
         self._table = plan.table
+        self._prompts = PromptTable(plan.order)  # the same server parts as the tools'
         self._init_timeout = plan.init_timeout
         self._wait = wait
         self._fail_fast = fail_fast
@@ -195,22 +211,12 @@ class ClientGroup:
         the new list. A server that is not ready is left out; one that fails to list is left
         out and logged to ``mcp_client.<server>``. Never raises for a server.
         """
-        listed: dict[str, list[Tool]] = {}
-
-        async def fetch(name: str, client: Client) -> None:
-            try:
-                listed[name] = await client.list_tools(refresh=refresh, timeout=timeout)
-            except McpError as exc:
-                server_log(name).warning("tools of server %r left out: %s", name, exc)
-
-        async with anyio.create_task_group() as tasks:
-            for name, client in self._clients.items():
-                if client.status().state == "ready":
-                    tasks.start_soon(fetch, name, client)
+        listed = await self._each_ready(
+            "tools", lambda client: client.list_tools(refresh=refresh, timeout=timeout)
+        )
         out: list[Tool] = []
-        for name in self._order:
-            if name in listed:
-                out.extend(publish(self._table, name, listed[name]))
+        for name, tools in listed.items():
+            out.extend(publish(self._table, name, tools))
         return out
 
     async def call_tool(
@@ -224,13 +230,95 @@ class ClientGroup:
         refused at construction ``ConnectFailed(permanent)`` with the reason); otherwise
         whatever ``Client.call_tool`` raises.
         """
-        server, tool = await self._route(name)
+        server, tool = await self._route(self._table, name)
         return await self._clients[server].call_tool(tool, arguments, **options)
 
     def resolve(self, name: str) -> tuple[str, str] | None:
         """``(server, tool)`` behind a name ``list_tools()`` returned; None if not (yet)
         listed. Never does I/O."""
         return self._table.resolve(name)
+
+    # --- beyond tools (SPEC §15) -----------------------------------------------------------
+
+    async def list_prompts(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> list[Prompt]:
+        """The prompts of every ready server, named ``mcp__<server>__<prompt>`` by the same
+        rules as tools (normalised server part, shortened past 64 characters, the first of a
+        duplicate name kept), in server order; the rest of each ``Prompt`` is the server's.
+
+        As ``list_tools``: every client is asked at once (its cache makes that cheap); a
+        server that is not ready, offers no prompts (``NotSupported``) or fails to list is
+        left out and logged to ``mcp_client.<server>``. Never raises for a server.
+        """
+        listed = await self._each_ready(
+            "prompts", lambda client: client.list_prompts(refresh=refresh, timeout=timeout)
+        )
+        out: list[Prompt] = []
+        for name, prompts in listed.items():
+            out.extend(_publish_prompts(self._prompts, name, prompts))
+        return out
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> GetPromptResult:
+        """Get the prompt listed as ``name`` from its server, under the prompt's own name,
+        filled in with ``arguments`` (strings).
+
+        Raises ``UnknownPrompt`` when no server has that name (nothing is sent); for a server
+        that is down, that client's own error (as ``call_tool``); ``NotSupported`` for a
+        server that offers no prompts; otherwise whatever ``Client.get_prompt`` raises (a
+        ``JsonRpcError`` for arguments the server refuses).
+        """
+        server, prompt = await self._route(self._prompts, name)
+        return await self._clients[server].get_prompt(prompt, arguments, timeout=timeout)
+
+    def resolve_prompt(self, name: str) -> tuple[str, str] | None:
+        """``(server, prompt)`` behind a name ``list_prompts()`` returned; None if not (yet)
+        listed. Never does I/O."""
+        return self._prompts.resolve(name)
+
+    async def list_resources(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> dict[str, list[Resource]]:
+        """Every ready server's resources, by server name in server order; URIs as the server
+        gave them (a URI is only meaningful to its own server: read it with
+        ``read_resource(server, uri)``).
+
+        Every client is asked at once (``refresh`` and ``timeout`` passed on). A server that
+        is not ready, offers no resources (``NotSupported``) or fails to list them has no
+        entry, and why is logged to ``mcp_client.<server>``; a server that offers none has
+        an empty list. Never raises for a server.
+        """
+        return await self._each_ready(
+            "resources", lambda client: client.list_resources(refresh=refresh, timeout=timeout)
+        )
+
+    async def list_resource_templates(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> dict[str, list[ResourceTemplate]]:
+        """Every ready server's resource templates, by server name, left out and logged like
+        ``list_resources``. Never raises for a server."""
+        return await self._each_ready(
+            "resource templates",
+            lambda client: client.list_resource_templates(refresh=refresh, timeout=timeout),
+        )
+
+    async def read_resource(
+        self, server: str, uri: str, *, timeout: float | None = None
+    ) -> ReadResourceResult:
+        """Read ``uri`` from ``server`` (a name of ``specs``): its contents, text or blob.
+
+        ``KeyError`` for a name that is not a server of this group (a caller's mistake, as
+        ``clients[server]``); for a server refused at construction ``ConnectFailed(permanent)``
+        with the reason; otherwise whatever ``Client.read_resource`` raises (``NotReady``,
+        ``NotSupported`` when it offers no resources, ``JsonRpcError`` for an unknown URI).
+        """
+        return await self._client_of(server).read_resource(uri, timeout=timeout)
 
     def status(self) -> dict[str, Status]:
         """Every server's status, in the order of ``specs``; never blocks on I/O."""
@@ -239,23 +327,68 @@ class ClientGroup:
             for name in self._order
         }
 
-    # --- routing ---------------------------------------------------------------------------
+    # --- fan-out and routing ----------------------------------------------------------------
 
-    async def _route(self, name: str) -> tuple[str, str]:
-        route = self._table.resolve(name)
+    async def _each_ready(self, what: str, fetch: Callable[[Client], Awaitable[T]]) -> dict[str, T]:
+        """``fetch(client)`` of every ready client at once, by server name in server order;
+        a server whose fetch raises ``McpError`` is left out, and why is logged."""
+        got: dict[str, T] = {}
+
+        async def one(name: str, client: Client) -> None:
+            try:
+                got[name] = await fetch(client)
+            except McpError as exc:
+                _left_out(name, what, exc)
+
+        async with anyio.create_task_group() as tasks:
+            for name, client in self._clients.items():
+                if client.status().state == "ready":
+                    tasks.start_soon(one, name, client)
+        return {name: got[name] for name in self._order if name in got}
+
+    def _client_of(self, server: str) -> Client:
+        if server in self._clients:
+            return self._clients[server]
+        if server in self._down:
+            raise down_error(self._down[server])
+        raise KeyError(f"no server named {server!r} in this group (servers: {self._order})")
+
+    async def _route(self, table: ToolTable | PromptTable, name: str) -> tuple[str, str]:
+        route = table.resolve(name)
         if route is not None:
             return route
-        server = self._table.server_of(name)
+        server = table.server_of(name)
         if server is None:
-            raise self._table.unknown(name)
+            raise table.unknown(name)
         if server in self._down:
             raise down_error(self._down[server])
         # Not listed yet (cheap: the client's cache); raises the client's error if it is down.
-        publish(self._table, server, await self._clients[server].list_tools())
-        route = self._table.resolve(name)
+        client = self._clients[server]
+        if isinstance(table, PromptTable):
+            _publish_prompts(table, server, await client.list_prompts())
+        else:
+            publish(table, server, await client.list_tools())
+        route = table.resolve(name)
         if route is None:
-            raise self._table.unknown(name)
+            raise table.unknown(name)
         return route
+
+
+def _publish_prompts(table: PromptTable, server: str, prompts: list[Prompt]) -> list[Prompt]:
+    """``prompts`` of ``server`` under their group names; what the table noted is logged."""
+    renamed, notes = table.publish(server, prompts)
+    for note in notes:
+        server_log(server).warning("server %r: %s", server, note)
+    return renamed
+
+
+def _left_out(server: str, what: str, exc: McpError) -> None:
+    """Log why ``server`` is missing from a group listing: at info for a server that does not
+    offer ``what`` at all (nothing was sent), as a warning for a failure."""
+    if isinstance(exc, NotSupported):
+        server_log(server).info("server %r offers no %s: %s", server, what, exc)
+    else:
+        server_log(server).warning("%s of server %r left out: %s", what, server, exc)
 
 
 def _protect_background_tasks() -> None:

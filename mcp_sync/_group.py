@@ -1,12 +1,17 @@
-"""Many servers behind one tool list: ``ClientGroup`` (SPEC §3, §12), blocking.
+"""Many servers behind one tool list: ``ClientGroup`` (SPEC §3, §12, §15), blocking.
 
 The group starts one ``Client`` per server, waits for all of them against one deadline, shows
 every ready server's tools under namespaced names ``mcp__<server>__<tool>`` and routes each call
 back to its server under the tool's own name. One bad server never blocks or breaks the others:
 its ``Status`` says why it is down and a call to it raises that server's own error.
 
-The naming rules (``mcp_core.group.ToolTable``) and the reading of specs into clients to build and
-refusals (``mcp_core.group.plan_group``) are the core's, shared with ``mcp_asyncio``.
+Beyond tools, prompts are namespaced and routed the same way (``mcp__<server>__<prompt>``), and
+resources, whose URIs mean something only to their own server, are listed per server and read
+from a named server.
+
+The naming rules (``mcp_core.group.ToolTable``, ``PromptTable``) and the reading of specs into
+clients to build and refusals (``mcp_core.group.plan_group``) are the core's, shared with
+``mcp_asyncio``.
 """
 
 from __future__ import annotations
@@ -16,16 +21,22 @@ import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from types import MappingProxyType, TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from _mcp_io.client import client_keywords, publish, server_log
 from mcp_core import (
     CallToolResult,
+    GetPromptResult,
     McpError,
+    NotSupported,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
     Status,
     Tool,
 )
-from mcp_core.group import GroupSpecs, down_error, plan_group
+from mcp_core.group import GroupSpecs, PromptTable, ToolTable, down_error, plan_group
 
 from ._client import Client
 
@@ -33,6 +44,8 @@ __all__ = ["ClientGroup"]
 
 # The keywords a group passes on to every client as they are (the rest are spec fields).
 _CLIENT_KEYWORDS = client_keywords(Client)
+
+T = TypeVar("T")
 
 
 # --- the blocking group ------------------------------------------------------------------------
@@ -61,6 +74,21 @@ class ClientGroup:
 
     Tool names are ``mcp__<server>__<tool>`` (see ``ToolTable``); the key of a server in
     ``specs`` is its name there, in ``status()`` and in ``clients``.
+
+    Beyond tools (SPEC §15):
+
+    - Prompts are named exactly like tools, ``mcp__<server>__<prompt>`` (``PromptTable``: the
+      same server parts, shortening and duplicate rule, in a table of their own, so a tool
+      and a prompt may share a name). ``get_prompt`` of a name no server lists raises
+      ``mcp_core.group.UnknownPrompt``, ``UnknownTool``'s twin: a name is either kind's,
+      never both, so each kind has its own error.
+    - Resources are not namespaced: a URI means something only to its own server, and
+      rewriting it would break the links between resources. ``list_resources`` and
+      ``list_resource_templates`` return ``{server: [...]}`` in server order, and
+      ``read_resource(server, uri)`` names the server. A server that is down, offers no
+      resources (``NotSupported``) or fails to list them has no entry; why is logged to
+      ``mcp_client.<server>`` (info for not offering them, warning for a failure), and the
+      rest of the group is listed as usual.
     """
 
     def __init__(
@@ -78,12 +106,13 @@ class ClientGroup:
             lambda spec: Client(spec, wait=False, **plan.client_options)
         )
         self._table = plan.table
+        self._prompts = PromptTable(plan.order)  # the same server parts as the tools'
         self._init_timeout = plan.init_timeout
         self._wait = wait
         self._fail_fast = fail_fast
         for name, status in self._down.items():
             server_log(name).warning("server %r is not started: %s", name, status.last_error)
-        self._lock = threading.Lock()  # guards the table
+        self._lock = threading.Lock()  # guards the tables
 
     @property
     def clients(self) -> Mapping[str, Client]:
@@ -168,25 +197,13 @@ class ClientGroup:
         the new list. A server that is not ready is left out; one that fails to list is left
         out and logged to ``mcp_client.<server>``. Never raises for a server.
         """
-        ready = [
-            (name, client)
-            for name, client in self._clients.items()
-            if client.status().state == "ready"
-        ]
-        listed: dict[str, list[Tool]] = {}
-
-        def fetch(name: str, client: Client) -> None:
-            try:
-                listed[name] = client.list_tools(refresh=refresh, timeout=timeout)
-            except McpError as exc:
-                server_log(name).warning("tools of server %r left out: %s", name, exc)
-
-        _all_at_once([partial(fetch, name, client) for name, client in ready])
+        listed = self._each_ready(
+            "tools", lambda client: client.list_tools(refresh=refresh, timeout=timeout)
+        )
         out: list[Tool] = []
         with self._lock:
-            for name in self._order:
-                if name in listed:
-                    out.extend(publish(self._table, name, listed[name]))
+            for name, tools in listed.items():
+                out.extend(publish(self._table, name, tools))
         return out
 
     def call_tool(
@@ -200,7 +217,7 @@ class ClientGroup:
         refused at construction ``ConnectFailed(permanent)`` with the reason); otherwise
         whatever ``Client.call_tool`` raises.
         """
-        server, tool = self._route(name)
+        server, tool = self._route(self._table, name)
         return self._clients[server].call_tool(tool, arguments, **options)
 
     def resolve(self, name: str) -> tuple[str, str] | None:
@@ -209,6 +226,88 @@ class ClientGroup:
         with self._lock:
             return self._table.resolve(name)
 
+    # --- beyond tools (SPEC §15) -----------------------------------------------------------
+
+    def list_prompts(self, *, refresh: bool = False, timeout: float | None = None) -> list[Prompt]:
+        """The prompts of every ready server, named ``mcp__<server>__<prompt>`` by the same
+        rules as tools (normalised server part, shortened past 64 characters, the first of a
+        duplicate name kept), in server order; the rest of each ``Prompt`` is the server's.
+
+        As ``list_tools``: every client is asked at once (its cache makes that cheap); a
+        server that is not ready, offers no prompts (``NotSupported``) or fails to list is
+        left out and logged to ``mcp_client.<server>``. Never raises for a server.
+        """
+        listed = self._each_ready(
+            "prompts", lambda client: client.list_prompts(refresh=refresh, timeout=timeout)
+        )
+        out: list[Prompt] = []
+        with self._lock:
+            for name, prompts in listed.items():
+                out.extend(_publish_prompts(self._prompts, name, prompts))
+        return out
+
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> GetPromptResult:
+        """Get the prompt listed as ``name`` from its server, under the prompt's own name,
+        filled in with ``arguments`` (strings).
+
+        Raises ``UnknownPrompt`` when no server has that name (nothing is sent); for a server
+        that is down, that client's own error (as ``call_tool``); ``NotSupported`` for a
+        server that offers no prompts; otherwise whatever ``Client.get_prompt`` raises (a
+        ``JsonRpcError`` for arguments the server refuses).
+        """
+        server, prompt = self._route(self._prompts, name)
+        return self._clients[server].get_prompt(prompt, arguments, timeout=timeout)
+
+    def resolve_prompt(self, name: str) -> tuple[str, str] | None:
+        """``(server, prompt)`` behind a name ``list_prompts()`` returned; None if not (yet)
+        listed. Never does I/O."""
+        with self._lock:
+            return self._prompts.resolve(name)
+
+    def list_resources(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> dict[str, list[Resource]]:
+        """Every ready server's resources, by server name in server order; URIs as the server
+        gave them (a URI is only meaningful to its own server: read it with
+        ``read_resource(server, uri)``).
+
+        Every client is asked at once (``refresh`` and ``timeout`` passed on). A server that
+        is not ready, offers no resources (``NotSupported``) or fails to list them has no
+        entry, and why is logged to ``mcp_client.<server>``; a server that offers none has
+        an empty list. Never raises for a server.
+        """
+        return self._each_ready(
+            "resources", lambda client: client.list_resources(refresh=refresh, timeout=timeout)
+        )
+
+    def list_resource_templates(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> dict[str, list[ResourceTemplate]]:
+        """Every ready server's resource templates, by server name, left out and logged like
+        ``list_resources``. Never raises for a server."""
+        return self._each_ready(
+            "resource templates",
+            lambda client: client.list_resource_templates(refresh=refresh, timeout=timeout),
+        )
+
+    def read_resource(
+        self, server: str, uri: str, *, timeout: float | None = None
+    ) -> ReadResourceResult:
+        """Read ``uri`` from ``server`` (a name of ``specs``): its contents, text or blob.
+
+        ``KeyError`` for a name that is not a server of this group (a caller's mistake, as
+        ``clients[server]``); for a server refused at construction ``ConnectFailed(permanent)``
+        with the reason; otherwise whatever ``Client.read_resource`` raises (``NotReady``,
+        ``NotSupported`` when it offers no resources, ``JsonRpcError`` for an unknown URI).
+        """
+        return self._client_of(server).read_resource(uri, timeout=timeout)
+
     def status(self) -> dict[str, Status]:
         """Every server's status, in the order of ``specs``; never blocks on I/O."""
         return {
@@ -216,27 +315,75 @@ class ClientGroup:
             for name in self._order
         }
 
-    # --- routing ---------------------------------------------------------------------------
+    # --- fan-out and routing ----------------------------------------------------------------
 
-    def _route(self, name: str) -> tuple[str, str]:
+    def _each_ready(self, what: str, fetch: Callable[[Client], T]) -> dict[str, T]:
+        """``fetch(client)`` of every ready client at once, by server name in server order;
+        a server whose fetch raises ``McpError`` is left out, and why is logged."""
+        ready = [
+            (name, client)
+            for name, client in self._clients.items()
+            if client.status().state == "ready"
+        ]
+        got: dict[str, T] = {}
+
+        def one(name: str, client: Client) -> None:
+            try:
+                got[name] = fetch(client)
+            except McpError as exc:
+                _left_out(name, what, exc)
+
+        _all_at_once([partial(one, name, client) for name, client in ready])
+        return {name: got[name] for name in self._order if name in got}
+
+    def _client_of(self, server: str) -> Client:
+        if server in self._clients:
+            return self._clients[server]
+        if server in self._down:
+            raise down_error(self._down[server])
+        raise KeyError(f"no server named {server!r} in this group (servers: {self._order})")
+
+    def _route(self, table: ToolTable | PromptTable, name: str) -> tuple[str, str]:
         with self._lock:
-            route = self._table.resolve(name)
-            server = self._table.server_of(name)
+            route = table.resolve(name)
+            server = table.server_of(name)
             if route is None and server is None:
-                raise self._table.unknown(name)
+                raise table.unknown(name)
         if route is not None:
             return route
         assert server is not None
         if server in self._down:
             raise down_error(self._down[server])
         # Not listed yet (cheap: the client's cache); raises the client's error if it is down.
-        tools = self._clients[server].list_tools()
+        client = self._clients[server]
+        relisted: Callable[[], object]
+        if isinstance(table, PromptTable):
+            relisted = partial(_publish_prompts, table, server, client.list_prompts())
+        else:
+            relisted = partial(publish, table, server, client.list_tools())
         with self._lock:
-            publish(self._table, server, tools)
-            route = self._table.resolve(name)
+            relisted()
+            route = table.resolve(name)
             if route is None:
-                raise self._table.unknown(name)
+                raise table.unknown(name)
         return route
+
+
+def _publish_prompts(table: PromptTable, server: str, prompts: list[Prompt]) -> list[Prompt]:
+    """``prompts`` of ``server`` under their group names; what the table noted is logged."""
+    renamed, notes = table.publish(server, prompts)
+    for note in notes:
+        server_log(server).warning("server %r: %s", server, note)
+    return renamed
+
+
+def _left_out(server: str, what: str, exc: McpError) -> None:
+    """Log why ``server`` is missing from a group listing: at info for a server that does not
+    offer ``what`` at all (nothing was sent), as a warning for a failure."""
+    if isinstance(exc, NotSupported):
+        server_log(server).info("server %r offers no %s: %s", server, what, exc)
+    else:
+        server_log(server).warning("%s of server %r left out: %s", what, server, exc)
 
 
 def _all_at_once(calls: list[Callable[[], None]]) -> None:
