@@ -2,6 +2,10 @@
 
     mcp-client tools  [SOURCE] [--json]                      the namespaced tool list
     mcp-client call   NAME [ARGUMENTS] [SOURCE] [--timeout S] [--json]
+    mcp-client resources [SOURCE] [--json]                   resources and templates per server
+    mcp-client read   SERVER URI [SOURCE] [--out FILE] [--timeout S] [--json]
+    mcp-client prompts [SOURCE] [--json]                     the namespaced prompt list
+    mcp-client prompt NAME [--arg KEY=VALUE]... [SOURCE] [--timeout S] [--json]
     mcp-client status [SOURCE] [--json]                      one line per server
     mcp-client login  SERVER [SOURCE]                        log in to an OAuth server
     mcp-client logout SERVER [SOURCE]                        forget its stored login
@@ -12,22 +16,30 @@ when it exists), ``--url URL [--header NAME:VALUE]...`` or ``-- COMMAND [ARGS...
 the line). A server given by ``--url`` or a command is named ``cli``: its tools are
 ``mcp__cli__<tool>``, and a bare tool name works too.
 
+Prompts are named like tools (``mcp__<server>__<prompt>``; a bare name works with one server).
+Resources are not: a URI means something to its own server only, so ``read`` names the server.
+``read`` prints a text resource as it is; a binary one (a blob) is described by its size and
+MIME type, and ``--out FILE`` writes its bytes (a text one's as UTF-8). ``prompt`` prints each
+message as ``role: text``.
+
 Logins (SPEC §11): ``login`` runs the OAuth flow for one HTTP server (the browser step opens
 the authorization URL, which is also printed on stderr, and waits for the redirect on a
 one-shot listener on 127.0.0.1) and keeps the tokens in the token file, ``FileTokenStore()``'s
 default path or the global ``--token-file PATH`` (before the command name); ``logout``
-forgets them. ``tools``, ``call`` and ``status`` read the same file and never ask anyone
+forgets them. The commands that talk to servers read the same file and never ask anyone
 (``interactive=False``): stored tokens are used and refreshed (the new ones written back), and
 a server that needs a login is reported with the ``mcp-client login ...`` line to run.
 
 Exit codes (``EXIT_*`` below): 0 success (``login``: also a server that needs no login;
 ``logout``: also when nothing was stored); 1 the tool answered with ``isError``; 2 bad input
-(usage, arguments that are not a JSON object, an unknown server or tool, a missing or empty
-config, an unreadable recording, a token file that is corrupt or cannot be written); 3 a
-server is unavailable (it did not connect, or needs a login; for ``status``: not every server
-is ready); 4 the call failed (timeout, server exit, protocol error), or the login failed (the
-authorization server refused, the browser step did not finish); 70 a bug in this command (a
-traceback on stderr); 130 interrupted.
+(usage, arguments that are not a JSON object, an unknown server, tool or prompt, a server that
+does not offer resources or prompts at all, a request the server refused as invalid: JSON-RPC
+-32602 invalid params or -32002 resource not found, a missing or empty config, an unreadable
+recording, a token file that is corrupt or cannot be written, an ``--out`` file that cannot be
+written); 3 a server is unavailable (it did not connect, or needs a login; for ``status``: not
+every server is ready); 4 the call failed (timeout, server exit, protocol error), or the login
+failed (the authorization server refused, the browser step did not finish); 70 a bug in this
+command (a traceback on stderr); 130 interrupted.
 
 This is the blocking driver's command: no event loop. Human output uses rich (a table, a
 spinner while servers start, a bar while a call reports progress; the animations only when
@@ -44,6 +56,7 @@ it; any other value is refused (exit 2).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import http.client
@@ -54,7 +67,7 @@ import shlex
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -71,11 +84,18 @@ from mcp_core import (
     CallToolResult,
     ConnectFailed,
     EmbeddedResource,
+    GetPromptResult,
     ImageContent,
     InvalidSpec,
+    JsonRpcError,
     McpError,
     NotReady,
+    NotSupported,
+    Prompt,
+    ReadResourceResult,
+    Resource,
     ResourceLink,
+    ResourceTemplate,
     Spec,
     Status,
     StoredAuthorization,
@@ -88,7 +108,7 @@ from mcp_core import (
 from mcp_core._spec import redact_url
 from mcp_core.config import InvalidConfig, LoadedConfig, load_config
 from mcp_core.driver import token_store_key
-from mcp_core.group import ToolTable
+from mcp_core.group import PromptTable, ToolTable, UnknownPrompt
 from mcp_core.replay import encode_action, replay
 
 from ._client import Client
@@ -103,11 +123,15 @@ EXIT_UNAVAILABLE = 3  # also a server that needs a login
 EXIT_CALL_FAILED = 4  # also a login that failed
 EXIT_BUG = 70  # BSD's EX_SOFTWARE: a traceback on stderr; never confused with a tool error
 EXIT_INTERRUPTED = 130
+# JSON-RPC errors that say the request itself was wrong (2025-11-25 schema: -32602 invalid
+# params, e.g. an unknown URI or a missing prompt argument; server/resources: -32002 resource
+# not found): bad input, not a failed call.
+_REFUSED_INPUT = frozenset({-32602, -32002})
 
 CLI_SERVER = "cli"  # the name of the one server given by --url or -- COMMAND
 DEFAULT_CONFIG = ".mcp.json"
 _DEFAULT_INIT_TIMEOUT = 60.0
-_MIN_DESCRIPTION = 20  # columns of description the tool table keeps on a narrow terminal
+_MIN_DESCRIPTION = 20  # columns of description a table keeps on a narrow terminal
 TEST_AUTHORIZE = "MCP_CLIENT_TEST_AUTHORIZE"  # the test hook of `login` (module docstring)
 _FOLLOW_TIMEOUT = 30.0  # the test hook's GET
 
@@ -364,6 +388,88 @@ def _report_down(statuses: Mapping[str, Status], source: _Source) -> None:
             click.echo(f"mcp-client: server {name!r} is down: {why}", err=True)
 
 
+def _start_servers(
+    group: ClientGroup,
+    loaded: LoadedConfig,
+    source: _Source,
+    start_timeout: float | None,
+    *,
+    fancy: bool,
+) -> dict[str, Status]:
+    """Start every server of ``group``, name the ones that did not start on stderr, and
+    return every status; ``CliError`` (exit 3) when none is ready."""
+    statuses = _start_all(group, _start_timeout(loaded, start_timeout), fancy=fancy)
+    _report_down(statuses, source)
+    if not any(status.state == "ready" for status in statuses.values()):
+        raise CliError("no server is available", EXIT_UNAVAILABLE)
+    return statuses
+
+
+def _start_one(
+    group: ClientGroup,
+    loaded: LoadedConfig,
+    server: str,
+    source: _Source,
+    start_timeout: float | None,
+    *,
+    fancy: bool,
+) -> None:
+    """Start only ``server`` of ``group`` and wait for it, up to its first failed attempt
+    (``fail_fast``, as the group's waits: see ``_group``); ``CliError`` (exit 3) when it does
+    not become ready, naming the login to run when it needs one."""
+    client = group.clients[server]
+    client.start()
+    with _spinner(fancy, f"starting {server}"):
+        try:
+            client.await_ready(_start_timeout(loaded, start_timeout), fail_fast=True)
+        except ConnectFailed as exc:
+            if _needs_login(server, exc.reason):
+                raise CliError(_login_needed(server, source), EXIT_UNAVAILABLE) from None
+            raise CliError(f"server {server!r} is not available: {exc}", EXIT_UNAVAILABLE) from None
+        except NotReady as exc:
+            raise CliError(f"server {server!r} is not available: {exc}", EXIT_UNAVAILABLE) from None
+
+
+@contextlib.contextmanager
+def _reported(label: str, server: str, source: _Source) -> Iterator[None]:
+    """Turn what a request to ``server`` raises into the command's one line and exit code:
+    2 for a name no server has, a server that does not offer the kind at all, or a request
+    the server refused as invalid (``_REFUSED_INPUT``); 3 for a server that is down or needs
+    a login; 4 for any other failure. ``label`` names the request in the line."""
+    try:
+        yield
+    except (UnknownTool, UnknownPrompt) as exc:
+        raise CliError(exc.message, EXIT_BAD_INPUT) from None
+    except NotSupported as exc:
+        raise CliError(f"{label}: {exc.message}", EXIT_BAD_INPUT) from None
+    except AuthorizationRequired:  # the stored login ran out mid-session (refresh refused)
+        raise CliError(_login_needed(server, source), EXIT_UNAVAILABLE) from None
+    except (ConnectFailed, NotReady) as exc:
+        raise CliError(f"{label}: the server is not available: {exc}", EXIT_UNAVAILABLE) from None
+    except JsonRpcError as exc:
+        code = EXIT_BAD_INPUT if exc.code in _REFUSED_INPUT else EXIT_CALL_FAILED
+        raise CliError(f"{label} failed: {exc}", code) from None
+    except McpError as exc:
+        raise CliError(f"{label} failed: {exc}", EXIT_CALL_FAILED) from None
+
+
+def _report_unlisted(group: ClientGroup, kind: str, listed: Collection[str] | None) -> None:
+    """Name on stderr each ready server that does not declare the capability ``kind``
+    (``resources``, ``prompts``): it offers none. With ``listed`` (the servers a listing
+    has an entry for), also each other ready server missing from it: its listing failed, and
+    the group logged why (``-v`` shows it)."""
+    for name, status in group.status().items():
+        if status.state != "ready" or (listed is not None and name in listed):
+            continue
+        if status.capabilities is not None and kind not in status.capabilities:
+            click.echo(f"mcp-client: server {name!r} offers no {kind}", err=True)
+        elif listed is not None:
+            click.echo(
+                f"mcp-client: the {kind} of server {name!r} could not be listed (-v says why)",
+                err=True,
+            )
+
+
 # --- output helpers -----------------------------------------------------------------------------
 
 # Our snake_case fields as the protocol spells them.
@@ -374,28 +480,37 @@ _WIRE_NAMES = {
     "output_schema": "outputSchema",
     "structured_content": "structuredContent",
     "is_error": "isError",
+    "uri_template": "uriTemplate",
+    "has_more": "hasMore",
 }
 
 
 def _wire(value: object) -> object:
-    """A model object (``Tool``, ``CallToolResult``, content block) as its MCP JSON; any
-    other value as plain JSON."""
+    """A model object (``Tool``, ``Resource``, ``CallToolResult``, content block, ...) as its
+    MCP JSON; any other value as plain JSON, bytes (a blob) in base64 as on the wire.
+
+    An object that kept the server's own JSON (``raw``) starts from it, so fields this client
+    does not model (``icons``, ...) are shown too; the modelled fields are laid over it (a
+    group's namespaced ``name``, decoded values)."""
     if isinstance(value, UnknownContent):
         return _wire(value.raw)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out: dict[str, object] = {}
+        raw = getattr(value, "raw", None)
+        out = {str(k): _wire(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
         kind = getattr(type(value), "type", None)
         if isinstance(kind, str):
             out["type"] = kind
         for field in dataclasses.fields(value):
             item = getattr(value, field.name)
-            if item is not None:
+            if item is not None and field.name != "raw":
                 out[_WIRE_NAMES.get(field.name, field.name)] = _wire(item)
         return out
     if isinstance(value, Mapping):
         return {str(key): _wire(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_wire(item) for item in value]
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
     return value
 
 
@@ -418,8 +533,9 @@ def _first_line(text: str | None) -> str:
 @click.group(
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="\b\nExit codes: 0 ok, 1 the tool reported an error, 2 bad input (usage, JSON "
-    "arguments,\nunknown server or tool, missing config, bad token file), 3 server unavailable "
-    "or\nneeds a login, 4 call or login failed.",
+    "arguments,\nunknown server, tool or prompt, a request the server refused as invalid, "
+    "missing\nconfig, bad token file), 3 server unavailable or needs a login, 4 call or login "
+    "failed.",
 )
 @click.option("-v", "--verbose", count=True, help="Log to stderr (-v info, -vv debug).")
 @click.option(
@@ -471,10 +587,7 @@ def tools(
     if not loaded.servers:
         raise _no_server_loaded(loaded)
     with _group(loaded, source) as group:
-        statuses = _start_all(group, _start_timeout(loaded, start_timeout), fancy=_fancy(as_json))
-        _report_down(statuses, source)
-        if not any(status.state == "ready" for status in statuses.values()):
-            raise CliError("no server is available", EXIT_UNAVAILABLE)
+        _start_servers(group, loaded, source, start_timeout, fancy=_fancy(as_json))
         rows = [(_server_of(group, tool), tool) for tool in group.list_tools()]
         # Printed before the servers are stopped: the user need not wait for their shutdown.
         if as_json:
@@ -498,29 +611,48 @@ def _tool_json(route: tuple[str, str], tool: Tool) -> dict[str, object]:
 
 
 def _print_tool_table(rows: Sequence[tuple[tuple[str, str], Tool]]) -> None:
+    _print_table(
+        ["server", "tool", "description"],
+        [
+            [server, tool.name, _first_line(tool.description) or _first_line(tool.title)]
+            for (server, _original), tool in rows
+        ],
+        squeeze_last=True,
+    )
+
+
+def _print_table(
+    columns: Sequence[str], rows: Sequence[Sequence[str]], *, squeeze_last: bool = False
+) -> None:
+    """A table for a person, on stdout. Every column is shown whole (names and URIs are what
+    a user copies into the next command: never cut), except with ``squeeze_last`` the last
+    one (a description), which gets what the others leave, at least ``_MIN_DESCRIPTION``.
+    Rich would rather squeeze a column to nothing than wrap a no_wrap one, so the widths are
+    set here, and the table may be wider than a narrow terminal rather than lose a name."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    # Names are what a user copies into `call`: never cut them. Rich would rather squeeze a
-    # column to nothing than wrap a no_wrap one, so the widths are set here: descriptions get
-    # what the names leave (at least _MIN_DESCRIPTION), and the table may be wider than a
-    # narrow terminal rather than lose a name.
-    server_width = max([len("server")] + [len(server) for (server, _), _tool in rows])
-    tool_width = max([len("tool")] + [len(tool.name) for _route, tool in rows])
-    names_width = server_width + tool_width + 4  # two gaps of two spaces
+    widths = [
+        max([len(column)] + [len(row[i]) for row in rows]) for i, column in enumerate(columns)
+    ]
+    whole = widths[:-1] if squeeze_last else widths
+    whole_width = sum(whole) + 2 * len(whole)  # a gap of two spaces after each
     console = Console()
-    console = Console(width=max(console.width, names_width + _MIN_DESCRIPTION))
+    if squeeze_last:
+        console = Console(width=max(console.width, whole_width + _MIN_DESCRIPTION))
+    else:
+        console = Console(width=max(console.width, whole_width))
     table = Table(box=None, header_style="bold", pad_edge=False)
-    table.add_column("server", no_wrap=True, min_width=server_width)
-    table.add_column("tool", no_wrap=True, min_width=tool_width)
-    table.add_column(
-        "description", no_wrap=True, overflow="ellipsis", max_width=console.width - names_width
-    )
-    for (server, _original), tool in rows:
+    for column, width in zip(columns, whole, strict=False):
+        table.add_column(column, no_wrap=True, min_width=width)
+    if squeeze_last:
+        table.add_column(
+            columns[-1], no_wrap=True, overflow="ellipsis", max_width=console.width - whole_width
+        )
+    for row in rows:
         # Text(), not str: a description holding [brackets] is not rich markup.
-        description = _first_line(tool.description) or _first_line(tool.title)
-        table.add_row(Text(server), Text(tool.name), Text(description))
+        table.add_row(*(Text(cell) for cell in row))
     console.print(table)
 
 
@@ -555,26 +687,10 @@ def call(
     if not loaded.servers:
         raise _no_server_loaded(loaded)
     with _group(loaded, source) as group:
-        name, server = _route(group, loaded, name)
-        client = group.clients[server]
-        client.start()
-        with _spinner(_fancy(as_json), f"starting {server}"):
-            try:
-                client.await_ready(_start_timeout(loaded, start_timeout))
-            except ConnectFailed as exc:
-                if _needs_login(server, exc.reason):
-                    raise CliError(_login_needed(server, source), EXIT_UNAVAILABLE) from None
-                raise CliError(
-                    f"server {server!r} is not available: {exc}", EXIT_UNAVAILABLE
-                ) from None
-            except NotReady as exc:
-                raise CliError(
-                    f"server {server!r} is not available: {exc}", EXIT_UNAVAILABLE
-                ) from None
-        try:
+        name, server = _route(group, loaded, name, ToolTable)
+        _start_one(group, loaded, server, source, start_timeout, fancy=_fancy(as_json))
+        with _reported(name, server, source):
             result = _call(group, name, parsed, timeout, fancy=_fancy(as_json))
-        except AuthorizationRequired:  # the stored login ran out mid-session (refresh refused)
-            raise CliError(_login_needed(server, source), EXIT_UNAVAILABLE) from None
         if as_json:
             _print_json(_wire(result))
         else:
@@ -607,15 +723,21 @@ def _arguments(text: str) -> dict[str, Any]:
     return value
 
 
-def _route(group: ClientGroup, loaded: LoadedConfig, name: str) -> tuple[str, str]:
-    """``(namespaced name, server)`` for ``name``; a bare tool name is taken as the tool of
-    the only server. ``CliError`` (exit 2) when no server of the config could have it."""
-    table = ToolTable(group.status())  # the same names as the group's: they depend on the set
+def _route(
+    group: ClientGroup,
+    loaded: LoadedConfig,
+    name: str,
+    kind: type[ToolTable] | type[PromptTable],
+) -> tuple[str, str]:
+    """``(namespaced name, server)`` for the tool or prompt (``kind``) ``name``; a bare name
+    is taken as one of the only server. ``CliError`` (exit 2) when no server of the config
+    could have it."""
+    table = kind(group.status())  # the same names as the group's: they depend on the set
     if parse_tool_name(name) is None:
         if len(loaded.servers) != 1:
             raise CliError(
-                f"unknown tool {name!r}: with several servers, name tools "
-                "mcp__<server>__<tool> (`mcp-client tools` lists them)",
+                f"unknown {table.kind} {name!r}: with several servers, name {table.kind}s "
+                f"mcp__<server>__<{table.kind}> (`mcp-client {table.kind}s` lists them)",
                 EXIT_BAD_INPUT,
             )
         (only,) = loaded.servers
@@ -623,10 +745,15 @@ def _route(group: ClientGroup, loaded: LoadedConfig, name: str) -> tuple[str, st
     server = table.server_of(name)
     if server is None:
         raise CliError(table.unknown(name).message, EXIT_BAD_INPUT)
+    _loaded_server(group, loaded, server)
+    return name, server
+
+
+def _loaded_server(group: ClientGroup, loaded: LoadedConfig, server: str) -> None:
+    """``CliError`` (exit 2) unless ``server`` has a client in ``group``."""
     if server not in group.clients:
         why = loaded.skipped.get(server) or group.status()[server].last_error
         raise CliError(f"server {server!r} was not loaded: {why}", EXIT_BAD_INPUT)
-    return name, server
 
 
 def _call(
@@ -638,17 +765,8 @@ def _call(
     fancy: bool,
 ) -> CallToolResult:
     bar = _ProgressBar(name) if fancy else None
-    try:
-        with bar if bar is not None else contextlib.nullcontext():
-            return group.call_tool(name, arguments, timeout=timeout, progress=bar)
-    except UnknownTool as exc:
-        raise CliError(exc.message, EXIT_BAD_INPUT) from None
-    except AuthorizationRequired:
-        raise  # the caller knows the login command
-    except (ConnectFailed, NotReady) as exc:
-        raise CliError(f"{name}: the server is not available: {exc}", EXIT_UNAVAILABLE) from None
-    except McpError as exc:
-        raise CliError(f"{name} failed: {exc}", EXIT_CALL_FAILED) from None
+    with bar if bar is not None else contextlib.nullcontext():
+        return group.call_tool(name, arguments, timeout=timeout, progress=bar)
 
 
 class _ProgressBar:
@@ -721,6 +839,290 @@ def _block_text(block: object) -> str:
         return text if isinstance(text, str) else f"[resource {block.resource.get('uri')}]"
     assert isinstance(block, UnknownContent)
     return f"[{block.type} content]"
+
+
+# --- beyond tools: resources and prompts (SPEC §15) --------------------------------------------
+
+_timeout_option = click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Give up on the request after this long (default: the server's call_timeout).",
+)
+
+
+@cli.command()
+@_source_options
+def resources(
+    config_path: str | None,
+    url: str | None,
+    headers: tuple[str, ...],
+    expand_env: bool,
+    start_timeout: float | None,
+    as_json: bool,
+) -> int:
+    """List every ready server's resources and resource templates.
+
+    One row each: server, URI, name, MIME type; the templates follow in a table of their
+    own. Read a resource with `mcp-client read SERVER URI`.
+
+    Servers that did not start, and servers that offer no resources, are named on stderr; the
+    exit code is 3 only when no server started.
+    """
+    source = _source(config_path, url, headers, expand_env)
+    loaded = _load(source)
+    if not loaded.servers:
+        raise _no_server_loaded(loaded)
+    with _group(loaded, source) as group:
+        _start_servers(group, loaded, source, start_timeout, fancy=_fancy(as_json))
+        listed = group.list_resources()
+        templates = group.list_resource_templates()
+        _report_unlisted(group, "resources", listed)
+        if as_json:
+            _print_json(
+                {
+                    "resources": _per_server(listed),
+                    "templates": _per_server(templates),
+                }
+            )
+        else:
+            _print_resource_tables(listed, templates)
+    return EXIT_OK
+
+
+def _per_server(listed: Mapping[str, Sequence[object]]) -> list[object]:
+    return [
+        {"server": server, **_wire_object(item)}
+        for server, items in listed.items()
+        for item in items
+    ]
+
+
+def _wire_object(value: object) -> dict[str, object]:
+    wire = _wire(value)
+    assert isinstance(wire, dict)
+    return wire
+
+
+def _print_resource_tables(
+    listed: Mapping[str, Sequence[Resource]], templates: Mapping[str, Sequence[ResourceTemplate]]
+) -> None:
+    """The resources, then (when any server has some) the templates, each a table."""
+    _print_table(
+        ["server", "uri", "name", "mime"],
+        [
+            [server, r.uri, r.name, r.mime_type or "-"]
+            for server, items in listed.items()
+            for r in items
+        ],
+    )
+    rows = [
+        [server, t.uri_template, t.name, t.mime_type or "-"]
+        for server, items in templates.items()
+        for t in items
+    ]
+    if rows:
+        click.echo()
+        _print_table(["server", "uri template", "name", "mime"], rows)
+
+
+@cli.command()
+@click.argument("server")
+@click.argument("uri")
+@click.option(
+    "--out",
+    "out_path",
+    metavar="FILE",
+    help="Write the resource's bytes to FILE (a blob as it is, text as UTF-8).",
+)
+@_timeout_option
+@_source_options
+def read(
+    server: str,
+    uri: str,
+    out_path: str | None,
+    timeout: float | None,
+    config_path: str | None,
+    url: str | None,
+    headers: tuple[str, ...],
+    expand_env: bool,
+    start_timeout: float | None,
+    as_json: bool,
+) -> int:
+    """Print resource URI of SERVER.
+
+    SERVER is a config's server name ("cli" for --url or a command). Text is printed as it
+    is; a binary resource (a blob) is described by its size and MIME type instead, and
+    --out FILE writes its bytes. With --json the whole result, blobs in base64. Only SERVER
+    is started.
+    """
+    source = _source(config_path, url, headers, expand_env)
+    loaded = _load(source)
+    if not loaded.servers:
+        raise _no_server_loaded(loaded)
+    _named_server(loaded, server)
+    with _group(loaded, source) as group:
+        _loaded_server(group, loaded, server)
+        _start_one(group, loaded, server, source, start_timeout, fancy=_fancy(as_json))
+        with _reported(f"reading {uri} from {server!r}", server, source):
+            result = group.read_resource(server, uri, timeout=timeout)
+        if out_path is not None:
+            _write_out(result, out_path)
+        if as_json:
+            _print_json(_wire(result))
+        elif out_path is None:
+            _print_contents(result)
+    return EXIT_OK
+
+
+def _write_out(result: ReadResourceResult, path: str) -> None:
+    """Write the one content of ``result`` to ``path`` as bytes; ``CliError`` (exit 2) when
+    there is not exactly one, or the file cannot be written. Says what it wrote on stderr."""
+    if len(result.contents) != 1:
+        raise CliError(
+            f"the resource has {len(result.contents)} contents and --out writes one; "
+            "--json shows them all",
+            EXIT_BAD_INPUT,
+        )
+    (content,) = result.contents
+    data = content.blob if content.blob is not None else (content.text or "").encode("utf-8")
+    try:
+        Path(path).write_bytes(data)
+    except OSError as exc:
+        raise CliError(f"cannot write {path!r}: {exc.strerror}", EXIT_BAD_INPUT) from None
+    mime = content.mime_type or "no MIME type"
+    click.echo(f"mcp-client: wrote {len(data)} bytes ({mime}) to {path}", err=True)
+
+
+def _print_contents(result: ReadResourceResult) -> None:
+    """Each content for a person: text as it is, a blob as one bracketed line."""
+    if not result.contents:
+        click.echo("mcp-client: the resource has no contents", err=True)
+    for content in result.contents:
+        if content.blob is not None:
+            mime = content.mime_type or "no MIME type"
+            click.echo(f"[blob {mime}, {len(content.blob)} bytes: --out FILE writes it]")
+        else:
+            text = content.text or ""
+            click.echo(text, nl=not text.endswith("\n"))
+
+
+@cli.command()
+@_source_options
+def prompts(
+    config_path: str | None,
+    url: str | None,
+    headers: tuple[str, ...],
+    expand_env: bool,
+    start_timeout: float | None,
+    as_json: bool,
+) -> int:
+    """List every ready server's prompts as mcp__<server>__<prompt>.
+
+    Each with its arguments (an optional one ends in ?) and description.
+
+    Servers that did not start, and servers that offer no prompts, are named on stderr; the
+    exit code is 3 only when no server started.
+    """
+    source = _source(config_path, url, headers, expand_env)
+    loaded = _load(source)
+    if not loaded.servers:
+        raise _no_server_loaded(loaded)
+    with _group(loaded, source) as group:
+        _start_servers(group, loaded, source, start_timeout, fancy=_fancy(as_json))
+        rows = [(_prompt_route(group, p), p) for p in group.list_prompts()]
+        # A flat list cannot tell a server with no prompts from one that failed to list them:
+        # only the servers that offer none are named (the group logs a failure, -v shows it).
+        _report_unlisted(group, "prompts", None)
+        if as_json:
+            _print_json(
+                [
+                    {"server": server, "prompt": original, **_wire_object(p)}
+                    for (server, original), p in rows
+                ]
+            )
+        else:
+            _print_table(
+                ["server", "prompt", "arguments", "description"],
+                [
+                    [
+                        server,
+                        p.name,
+                        ", ".join(a.name + ("" if a.required else "?") for a in p.arguments),
+                        _first_line(p.description) or _first_line(p.title),
+                    ]
+                    for (server, _original), p in rows
+                ],
+                squeeze_last=True,
+            )
+    return EXIT_OK
+
+
+def _prompt_route(group: ClientGroup, prompt: Prompt) -> tuple[str, str]:
+    route = group.resolve_prompt(prompt.name)
+    assert route is not None  # list_prompts() just published it
+    return route
+
+
+@cli.command()
+@click.argument("name")
+@click.option(
+    "--arg",
+    "pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An argument of the prompt (repeatable); values are strings.",
+)
+@_timeout_option
+@_source_options
+def prompt(
+    name: str,
+    pairs: tuple[str, ...],
+    timeout: float | None,
+    config_path: str | None,
+    url: str | None,
+    headers: tuple[str, ...],
+    expand_env: bool,
+    start_timeout: float | None,
+    as_json: bool,
+) -> int:
+    """Get prompt NAME and print its messages.
+
+    NAME is filled in with the --arg values; each message prints as "role: text" (with
+    --json the whole result). Only NAME's server is started.
+    """
+    arguments = _prompt_arguments(pairs)
+    source = _source(config_path, url, headers, expand_env)
+    loaded = _load(source)
+    if not loaded.servers:
+        raise _no_server_loaded(loaded)
+    with _group(loaded, source) as group:
+        name, server = _route(group, loaded, name, PromptTable)
+        _start_one(group, loaded, server, source, start_timeout, fancy=_fancy(as_json))
+        with _reported(name, server, source):
+            result = group.get_prompt(name, arguments or None, timeout=timeout)
+        if as_json:
+            _print_json(_wire(result))
+        else:
+            _print_messages(result)
+    return EXIT_OK
+
+
+def _prompt_arguments(pairs: Sequence[str]) -> dict[str, str]:
+    arguments: dict[str, str] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            raise click.UsageError(f"--arg {pair!r} is not KEY=VALUE (e.g. --arg city=Paris)")
+        if key in arguments:
+            raise click.UsageError(f"--arg {key!r} is given twice")
+        arguments[key] = value
+    return arguments
+
+
+def _print_messages(result: GetPromptResult) -> None:
+    for message in result.messages:
+        click.echo(f"{message.role}: {_block_text(message.content)}")
 
 
 @cli.command()
