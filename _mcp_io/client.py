@@ -20,15 +20,16 @@ from typing import Any
 
 from mcp_core import (
     CallToolResult,
+    McpError,
+    NotSupported,
     OutputValidationError,
     ProgressUpdate,
     PromptRef,
     Reservation,
     ResourceRef,
-    Tool,
 )
+from mcp_core._group_names import Named, NameTable
 from mcp_core.driver import reservation_facts
-from mcp_core.group import ToolTable
 
 __all__ = [
     "CompletionRef",
@@ -129,12 +130,22 @@ def server_log(server: str) -> logging.Logger:
     return logging.getLogger(f"mcp_client.{server}")
 
 
-def publish(table: ToolTable, server: str, tools: Sequence[Tool]) -> list[Tool]:
-    """``tools`` of ``server`` under their group names; what the table noted is logged."""
-    renamed, notes = table.publish(server, tools)
+def publish(table: NameTable[Named], server: str, items: Sequence[Named]) -> list[Named]:
+    """``items`` (tools or prompts) of ``server`` under their group names; what the table
+    noted is logged."""
+    renamed, notes = table.publish(server, items)
     for note in notes:
         server_log(server).warning("server %r: %s", server, note)
     return renamed
+
+
+def left_out(server: str, what: str, exc: McpError) -> None:
+    """Log why ``server`` is missing from a group listing: at info for a server that does not
+    offer ``what`` at all (nothing was sent), as a warning for a failure."""
+    if isinstance(exc, NotSupported):
+        server_log(server).info("server %r offers no %s: %s", server, what, exc)
+    else:
+        server_log(server).warning("%s of server %r left out: %s", what, server, exc)
 
 
 def completion_params(

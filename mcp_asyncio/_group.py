@@ -19,13 +19,12 @@ from typing import Any, TypeVar
 import anyio
 from anyio.abc import TaskStatus
 
-from _mcp_io.client import client_keywords, publish, server_log
+from _mcp_io.client import client_keywords, left_out, publish, server_log
 from mcp_core import (
     CallToolResult,
     GetPromptResult,
     McpError,
     NotReady,
-    NotSupported,
     Prompt,
     ReadResourceResult,
     Resource,
@@ -256,7 +255,7 @@ class ClientGroup:
         )
         out: list[Prompt] = []
         for name, prompts in listed.items():
-            out.extend(_publish_prompts(self._prompts, name, prompts))
+            out.extend(publish(self._prompts, name, prompts))
         return out
 
     async def get_prompt(
@@ -338,7 +337,7 @@ class ClientGroup:
             try:
                 got[name] = await fetch(client)
             except McpError as exc:
-                _left_out(name, what, exc)
+                left_out(name, what, exc)
 
         async with anyio.create_task_group() as tasks:
             for name, client in self._clients.items():
@@ -365,30 +364,13 @@ class ClientGroup:
         # Not listed yet (cheap: the client's cache); raises the client's error if it is down.
         client = self._clients[server]
         if isinstance(table, PromptTable):
-            _publish_prompts(table, server, await client.list_prompts())
+            publish(table, server, await client.list_prompts())
         else:
             publish(table, server, await client.list_tools())
         route = table.resolve(name)
         if route is None:
             raise table.unknown(name)
         return route
-
-
-def _publish_prompts(table: PromptTable, server: str, prompts: list[Prompt]) -> list[Prompt]:
-    """``prompts`` of ``server`` under their group names; what the table noted is logged."""
-    renamed, notes = table.publish(server, prompts)
-    for note in notes:
-        server_log(server).warning("server %r: %s", server, note)
-    return renamed
-
-
-def _left_out(server: str, what: str, exc: McpError) -> None:
-    """Log why ``server`` is missing from a group listing: at info for a server that does not
-    offer ``what`` at all (nothing was sent), as a warning for a failure."""
-    if isinstance(exc, NotSupported):
-        server_log(server).info("server %r offers no %s: %s", server, what, exc)
-    else:
-        server_log(server).warning("%s of server %r left out: %s", what, server, exc)
 
 
 def _protect_background_tasks() -> None:

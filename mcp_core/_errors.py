@@ -30,6 +30,7 @@ __all__ = [
     "ServerExited",
     "SessionRejected",
     "UnexpectedEvent",
+    "UnknownPrompt",
     "UnknownTool",
     "UnmeteredCall",
     "UnsupportedVersion",
@@ -298,3 +299,14 @@ class OutputValidationError(McpError):
         self.tool = tool
         self.path = path
         self.problem = problem[:200]
+
+
+class UnknownPrompt(McpError):
+    """A group's ``get_prompt`` was given a name that no server of the group lists; nothing was
+    sent. ``name`` is the name as given. The group and every client are unchanged. The prompt
+    twin of ``UnknownTool`` (a name is a tool's or a prompt's, never both, so each kind has
+    its own error and ``except UnknownTool`` keeps meaning tools)."""
+
+    def __init__(self, name: str, hint: str) -> None:
+        super().__init__(f"no server of this group has a prompt named {name!r}: {hint}")
+        self.name = name

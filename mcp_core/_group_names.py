@@ -18,11 +18,11 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar, Generic, TypeVar
 
-from ._errors import McpError, UnknownTool
+from ._errors import UnknownPrompt, UnknownTool
 from ._models import Prompt, Tool
 from ._names import normalise_server, parse_tool_name, tool_name
 
-__all__ = ["PromptTable", "ToolTable", "UnknownPrompt", "server_parts"]
+__all__ = ["PromptTable", "ToolTable", "server_parts"]
 
 _HASH_CHARS = 8
 # Rounds of disambiguation before two server names are declared impossible to tell apart
@@ -76,17 +76,6 @@ def _clashes(parts: Mapping[str, str]) -> list[list[str]]:
     for server, part in parts.items():
         by_part.setdefault(part, []).append(server)
     return [sorted(members) for members in by_part.values() if len(members) > 1]
-
-
-class UnknownPrompt(McpError):
-    """A group's ``get_prompt`` was given a name that no server of the group lists; nothing was
-    sent. ``name`` is the name as given. The group and every client are unchanged. The prompt
-    twin of ``UnknownTool`` (a name is a tool's or a prompt's, never both, so each kind has
-    its own error and ``except UnknownTool`` keeps meaning tools)."""
-
-    def __init__(self, name: str, hint: str) -> None:
-        super().__init__(f"no server of this group has a prompt named {name!r}: {hint}")
-        self.name = name
 
 
 # What a table names: a frozen dataclass with a ``name`` field (``Tool``, ``Prompt``).

@@ -4,12 +4,12 @@
 clients to build and the servers refused with their reasons (a ``GroupPlan``); ``down_error``
 turns a refused server's status into the error a call to it raises. ``ToolTable`` keeps the
 group's namespaced tool names (``mcp__<server>__<tool>``) and routes a name back to its server;
-``PromptTable`` does the same for prompts (``mcp__<server>__<prompt>``, the same rules), and
-``UnknownPrompt`` is its error for a name no server lists (``UnknownTool``'s twin);
-``server_parts`` is the server part of those names for a set of servers.
+``PromptTable`` does the same for prompts (``mcp__<server>__<prompt>``, the same rules; a
+name no server lists is ``mcp_core.UnknownPrompt``, ``UnknownTool``'s twin); ``server_parts``
+is the server part of those names for a set of servers.
 """
 
-from ._group_names import PromptTable, ToolTable, UnknownPrompt, server_parts
+from ._group_names import PromptTable, ToolTable, server_parts
 from ._group_plan import GroupPlan, GroupSpecs, LoadedConfigLike, down_error, plan_group
 
 __all__ = [
@@ -18,7 +18,6 @@ __all__ = [
     "LoadedConfigLike",
     "PromptTable",
     "ToolTable",
-    "UnknownPrompt",
     "down_error",
     "plan_group",
     "server_parts",

@@ -23,12 +23,11 @@ from functools import partial
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
-from _mcp_io.client import client_keywords, publish, server_log
+from _mcp_io.client import client_keywords, left_out, publish, server_log
 from mcp_core import (
     CallToolResult,
     GetPromptResult,
     McpError,
-    NotSupported,
     Prompt,
     ReadResourceResult,
     Resource,
@@ -80,7 +79,7 @@ class ClientGroup:
     - Prompts are named exactly like tools, ``mcp__<server>__<prompt>`` (``PromptTable``: the
       same server parts, shortening and duplicate rule, in a table of their own, so a tool
       and a prompt may share a name). ``get_prompt`` of a name no server lists raises
-      ``mcp_core.group.UnknownPrompt``, ``UnknownTool``'s twin: a name is either kind's,
+      ``mcp_core.UnknownPrompt``, ``UnknownTool``'s twin: a name is either kind's,
       never both, so each kind has its own error.
     - Resources are not namespaced: a URI means something only to its own server, and
       rewriting it would break the links between resources. ``list_resources`` and
@@ -243,7 +242,7 @@ class ClientGroup:
         out: list[Prompt] = []
         with self._lock:
             for name, prompts in listed.items():
-                out.extend(_publish_prompts(self._prompts, name, prompts))
+                out.extend(publish(self._prompts, name, prompts))
         return out
 
     def get_prompt(
@@ -331,7 +330,7 @@ class ClientGroup:
             try:
                 got[name] = fetch(client)
             except McpError as exc:
-                _left_out(name, what, exc)
+                left_out(name, what, exc)
 
         _all_at_once([partial(one, name, client) for name, client in ready])
         return {name: got[name] for name in self._order if name in got}
@@ -358,7 +357,7 @@ class ClientGroup:
         client = self._clients[server]
         relisted: Callable[[], object]
         if isinstance(table, PromptTable):
-            relisted = partial(_publish_prompts, table, server, client.list_prompts())
+            relisted = partial(publish, table, server, client.list_prompts())
         else:
             relisted = partial(publish, table, server, client.list_tools())
         with self._lock:
@@ -367,23 +366,6 @@ class ClientGroup:
             if route is None:
                 raise table.unknown(name)
         return route
-
-
-def _publish_prompts(table: PromptTable, server: str, prompts: list[Prompt]) -> list[Prompt]:
-    """``prompts`` of ``server`` under their group names; what the table noted is logged."""
-    renamed, notes = table.publish(server, prompts)
-    for note in notes:
-        server_log(server).warning("server %r: %s", server, note)
-    return renamed
-
-
-def _left_out(server: str, what: str, exc: McpError) -> None:
-    """Log why ``server`` is missing from a group listing: at info for a server that does not
-    offer ``what`` at all (nothing was sent), as a warning for a failure."""
-    if isinstance(exc, NotSupported):
-        server_log(server).info("server %r offers no %s: %s", server, what, exc)
-    else:
-        server_log(server).warning("%s of server %r left out: %s", what, server, exc)
 
 
 def _all_at_once(calls: list[Callable[[], None]]) -> None:

@@ -7,7 +7,8 @@ import itertools
 
 import mcp_core as core
 import mcp_core._group_names as group_names
-from mcp_core.group import PromptTable, ToolTable, UnknownPrompt, server_parts
+from mcp_core import UnknownPrompt
+from mcp_core.group import PromptTable, ToolTable, server_parts
 
 
 def tool(name: str) -> core.Tool:

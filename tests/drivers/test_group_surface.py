@@ -23,7 +23,7 @@ import mcp_asyncio._client as async_client
 import mcp_core as core
 import mcp_sync
 import mcp_sync._client as sync_client
-from mcp_core.group import UnknownPrompt
+from mcp_core import UnknownPrompt
 from tests.conftest import (
     children_of,
     everything_argv,
