@@ -497,8 +497,8 @@ class Client:
         """Have ``on_update(uri)`` called each time the server says resource ``uri`` changed
         (read it again for the new contents), until ``unsubscribe(uri)``. Returns once the
         server accepted it (2026-07-28: once the listen stream asking for it was sent);
-        subscribing again replaces the callback. The subscription
-        outlives reconnects. If it fails, the callback it replaced (if any) stays."""
+        subscribing again replaces the callback. The subscription outlives reconnects. If it
+        fails, the callback it replaced (if any) stays."""
         previous = self._on_update.get(uri)
         # Before the answer: an update may be performed right after it, in the same feed.
         self._on_update[uri] = on_update
