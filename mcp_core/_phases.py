@@ -97,7 +97,9 @@ class Phase(enum.Enum):
     OPEN = "open"  # the transport is up and no handshake step is chosen yet (passing)
     PROBING = "probing"  # server/discover is in flight (era 'auto', verdict unknown)
     INITIALIZING = "initializing"  # initialize is in flight (HTTP+SSE: or the endpoint GET)
-    CONFIRMING = "confirming"  # HTTP: the notifications/initialized POST is in flight
+    # HTTP: the notifications/initialized POST is in flight, then (legacy, with a session)
+    # the listening GET until its response head (at most LISTEN_HEAD_WAIT, 1 s)
+    CONFIRMING = "confirming"
     READY = "ready"  # calls go out
     REINITIALIZING = "reinitializing"  # HTTP: a new session replaces one the server forgot
     STOPPING = "stopping"  # the transport is being shut down (after a failure, or Close)
@@ -208,7 +210,7 @@ CONNECTION_TABLE: Mapping[tuple[Phase, type[Event] | Step], Phase] = {
     (Phase.INITIALIZING, Step.INITIALIZE): Phase.INITIALIZING,  # HTTP+SSE: now the POST
     (Phase.INITIALIZING, Step.READY): Phase.READY,  # stdio: answered and acknowledged
     (Phase.INITIALIZING, Step.CONFIRM): Phase.CONFIRMING,
-    (Phase.CONFIRMING, Step.READY): Phase.READY,  # the server answered the initialized POST
+    (Phase.CONFIRMING, Step.READY): Phase.READY,  # the initialized POST (and the GET) answered
     # HTTP 404 for a request that carried the session id: a fresh session; admitted work
     # waits for it instead of failing.
     (Phase.READY, Step.INITIALIZE): Phase.REINITIALIZING,
