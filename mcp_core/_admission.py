@@ -125,6 +125,13 @@ class Admission:
         """(Re)arm ``work.deadline``; an entry the deadline moved away from is dropped later."""
         heapq.heappush(self._deadlines, (work.deadline, work.ticket))
 
+    def push_out(self, work: Work, deadline: float) -> None:
+        """Move ``work.deadline`` to ``deadline`` if that is later; an earlier one is ignored:
+        a deadline only ever moves out (SPEC §6), so a caller keeps the time it was given."""
+        if deadline > work.deadline:
+            work.deadline = deadline
+            self.arm(work)
+
     def earliest_deadline(self) -> float | None:
         """The top of the deadline heap, after dropping entries that no longer hold (work
         answered, or its deadline pushed out by progress): each entry is dropped once."""

@@ -6,9 +6,10 @@ A call is checked against its price (SPEC §10), admitted (``_admission.py``), s
 connection, and answered: with its result, a JSON-RPC error, ``InvalidResponse`` for a result
 it cannot read, ``RequestTimeout`` at its deadline (the request is cancelled on the wire),
 or the connection's failure. Progress pushes the deadline out, never past
-``max_call_timeout`` from admission. A 2026-07-28 ``input_required`` result is served by the
-application's handlers and retried with their answers. A method that needs a capability the
-server did not declare is refused before sending (``NotSupported``).
+``max_call_timeout`` from admission, and never in: a ``timeout=`` above that cap is honoured.
+A 2026-07-28 ``input_required`` result is served by the application's handlers and retried
+with their answers. A method that needs a capability the server did not declare is refused
+before sending (``NotSupported``).
 
 Lists (tools, resources, resource templates, prompts) are paged through ``nextCursor`` and
 cached until the server says they changed (``notifications/*/list_changed``), and no longer
@@ -393,11 +394,11 @@ class Calls:
         if not isinstance(work, Work) or not isinstance(progress, int | float):
             return  # progress for a finished or unknown request: ignored, as the spec allows
         # 2025-03-26 basic/lifecycle §Timeouts: progress MAY reset the timeout clock, but
-        # a maximum timeout SHOULD always be enforced.
-        work.deadline = min(
-            self._session.now + work.timeout, work.admitted_at + self._spec.max_call_timeout
-        )
-        self._admission.arm(work)
+        # a maximum timeout SHOULD always be enforced: ``max_call_timeout`` from admission, or
+        # the call's own ``timeout=`` when the caller asked for longer (its deadline is then
+        # where it started: progress never pulls a deadline in).
+        ceiling = work.admitted_at + max(work.timeout, self._spec.max_call_timeout)
+        self._admission.push_out(work, min(self._session.now + work.timeout, ceiling))
         if work.progress:
             total = params.get("total")
             message = params.get("message")

@@ -326,6 +326,12 @@ class Client:
         releases it if the call fails before that (SPEC §10). With OpenTelemetry configured,
         the call is a client span and its trace context goes in ``_meta`` (``_mcp_io/otel.py``).
 
+        ``timeout`` (default: the spec's ``call_timeout``) counts from admission; each progress
+        notification pushes the deadline out by it, never past ``max_call_timeout`` from
+        admission and never in. A ``timeout`` above ``max_call_timeout`` is honoured, not
+        refused: it is the caller's own finite bound, and the cap is there only so that
+        progress cannot keep a call alive for ever.
+
         ``output_type=T`` (a pydantic model, a dataclass, ``list[int]``, ...; the ``pydantic``
         extra): ``result.data`` is the structured content validated as a ``T``; content that
         is missing or does not fit raises ``OutputValidationError`` (its ``path`` says where),

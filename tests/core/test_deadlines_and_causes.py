@@ -1,0 +1,66 @@
+"""Deadlines that progress only ever pushes out (SPEC §6), reservations that say they are
+settled (SPEC §10), and the typed failure inside every ``ConnectFailed`` (SPEC §14)."""
+
+from __future__ import annotations
+
+import pytest
+
+import mcp_core as core
+from tests.core.harness import TEXT_RESULT, Harness
+
+# --- progress pushes a deadline out, never in ---------------------------------------------------
+
+
+def _progress(h: Harness, token: int, value: float) -> None:
+    h.stdout(
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": value},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("timeout", "progress_at", "deadline"),
+    [
+        # call_timeout 30, max_call_timeout 300 (the defaults), admitted at 0.
+        (600.0, 10.0, 600.0),  # above the cap: honoured, and progress cannot pull it in
+        (600.0, 590.0, 600.0),  # nor push it past what the caller asked for
+        (300.0, 10.0, 300.0),  # at the cap: the same
+        (None, 10.0, 40.0),  # call_timeout: pushed to 10 + 30
+        (None, 290.0, 300.0),  # pushed, but never past max_call_timeout
+        (100.0, 250.0, 300.0),  # timeout= below the cap: pushed by itself, capped
+    ],
+)
+def test_progress_never_brings_a_deadline_in(
+    timeout: float | None, progress_at: float, deadline: float
+) -> None:
+    h = Harness()
+    h.connect_legacy()
+    t = h.call("slow", timeout=timeout, progress=True)
+    token = h.last_request("tools/call")["params"]["_meta"]["progressToken"]
+    h.now = progress_at
+    _progress(h, token, 1)
+    assert h.of(core.ProgressUpdate)  # the caller heard it
+    assert h.machine.next_deadline() == deadline
+    h.advance(deadline - h.now - 0.5)
+    assert t not in h.replies
+    h.advance(0.5)
+    assert isinstance(h.error(t), core.RequestTimeout)
+
+
+def test_a_timeout_above_the_cap_outlives_a_stream_of_progress() -> None:
+    """Item 2 of issue 13: ``timeout=600`` with ``max_call_timeout=300`` got ``RequestTimeout``
+    at 300 s, the first progress notification having moved the deadline in."""
+    h = Harness()
+    h.connect_legacy()
+    t = h.call("slow", timeout=600.0, progress=True)
+    request = h.last_request("tools/call")
+    for second in range(1, 600, 50):
+        h.now = float(second)
+        _progress(h, request["id"], second)
+        h.feed(core.TimerFired(now=h.now))
+        assert t not in h.replies, second
+    h.answer(request["id"], TEXT_RESULT)
+    assert h.result(t).text == "hi"
