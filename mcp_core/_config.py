@@ -114,12 +114,12 @@ def load_config(
     skips the entry (``InvalidSpec`` names the key and suggests the closest field).
 
     ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` in ``command``, ``args``, ``env`` values,
-    ``cwd``, ``url``, ``headers`` values and ``oauth`` strings (a ``client_secret`` kept out of
-    the file) are expanded from ``environ`` only when
-    ``expand_env=True``; otherwise they stay literal text. ``:-`` takes the default when the
-    variable is unset or empty, as in a shell. An undefined variable, or a reference of
-    another kind (VS Code's ``${input:...}``), skips that entry with a reason naming the
-    variable, never a value.
+    ``cwd``, ``url``, ``headers`` values, ``oauth`` strings (a ``client_secret`` kept out of
+    the file) and ``verify``, ``cert`` and ``proxy`` (a proxy password kept out of the file)
+    are expanded from ``environ`` only when ``expand_env=True``; otherwise they stay literal
+    text. ``:-`` takes the default when the variable is unset or empty, as in a shell. An
+    undefined variable, or a reference of another kind (VS Code's ``${input:...}``), skips
+    that entry with a reason naming the variable, never a value.
 
     A file is expanded from only when it and its directory (and the directory of the file a
     symlink points to) are owned by the current user and not writable by group or others:
@@ -303,10 +303,16 @@ def _check_type(kind: object, entry: Mapping[str, object]) -> None:
 def _expand_entry(entry: dict[str, Any], environ: Mapping[str, str]) -> None:
     """Expand references in the fields that may hold them, in place. Values of the wrong
     type are left for ``Spec`` to refuse."""
-    for key in ("command", "cwd", "url"):
+    for key in ("command", "cwd", "url", "verify", "cert", "proxy"):
         value = entry.get(key)
         if isinstance(value, str):
             entry[key] = _expand(value, environ, repr(key))
+    cert = entry.get("cert")
+    if isinstance(cert, list):
+        entry["cert"] = [
+            _expand(path, environ, f"cert[{i}]") if isinstance(path, str) else path
+            for i, path in enumerate(cert)
+        ]
     args = entry.get("args")
     if isinstance(args, list):
         entry["args"] = [

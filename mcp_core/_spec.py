@@ -31,6 +31,7 @@ __all__ = [
     "Era",
     "OAuthGrant",
     "Spec",
+    "proxy_url_problem",
     "redact_mapping",
     "redact_url",
 ]
@@ -106,6 +107,16 @@ class Spec:
     ``Authorization`` header unless ``enabled`` is false, in which case a 401 is a permanent
     connect failure. ``client_secret`` is redacted wherever a spec is shown.
 
+    The network (HTTP only; the driver does the I/O): ``verify`` is True (certificates
+    checked against the system's CAs), False (not checked: the driver logs a warning) or the
+    path of a PEM CA bundle (or a directory of hashed certificates) trusted in addition to
+    the system's; ``cert`` is a client certificate for mutual TLS: the path of one PEM file
+    holding the certificate and its key, or a ``(certificate, key)`` pair of paths; ``proxy``
+    is None (the driver follows ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``), False (no
+    proxy, whatever the environment says) or ``http://[user:password@]host[:port]`` (every
+    request goes through it). Paths are shown in messages (a path is not a secret, like
+    ``command``); the proxy's user name and password are redacted like URL userinfo.
+
     Construction validates every field and raises ``InvalidSpec`` (with the spec redacted in
     the message) on the first problem found. ``args`` may be given as a list and is stored as
     a tuple; ``env``, ``headers`` and ``prices`` are stored as read-only copies, so a spec
@@ -135,6 +146,9 @@ class Spec:
     shutdown_grace: float = 2.0
     jitter_seed: int = 0
     oauth: Mapping[str, Any] = field(default_factory=_empty)
+    verify: bool | str = True
+    cert: str | tuple[str, str] | None = None
+    proxy: str | bool | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -174,6 +188,7 @@ class Spec:
                         f"{name!r} only applies to 'command' servers; remove it",
                     )
             _check_url(self.url)
+        self._check_network()
         self._set("oauth", _check_oauth(self.oauth, self.url is not None, self.headers))
         self._check_numbers()
         _check_choice(self.concurrency, "concurrency", Concurrency, allow_none=True)
@@ -181,6 +196,40 @@ class Spec:
         if type(self.fail_fast) is not bool:
             raise _Problem(f"'fail_fast' must be true or false, got {_kind(self.fail_fast)}")
         self._set("prices", _check_prices(self.prices))
+
+    def _check_network(self) -> None:
+        """``verify``, ``cert`` and ``proxy``: HTTP only, paths that are paths, an http://
+        proxy URL (its user name and password are never quoted)."""
+        if self.command is not None:
+            for name, default in (("verify", True), ("cert", None), ("proxy", None)):
+                if getattr(self, name) is not default:
+                    raise _Problem(
+                        f"{name!r} is set for a stdio server",
+                        f"{name!r} only applies to 'url' servers; remove it",
+                    )
+            return
+        if type(self.verify) is not bool:
+            if not isinstance(self.verify, str):
+                raise _Problem(
+                    "'verify' must be true, false or the path of a CA bundle, "
+                    f"got {_kind(self.verify)}"
+                )
+            _check_path(self.verify, "verify")
+        if self.cert is not None:
+            self._set("cert", _check_cert(self.cert))
+        proxy = self.proxy
+        if proxy is True:
+            raise _Problem(
+                "'proxy' is true",
+                "leave 'proxy' out (or null) to follow HTTPS_PROXY, HTTP_PROXY and NO_PROXY; "
+                "false for no proxy; or give the proxy's URL",
+            )
+        if proxy is not None and proxy is not False:
+            if not isinstance(proxy, str):
+                raise _Problem(f"'proxy' must be a URL, false or null, got {_kind(proxy)}")
+            problem = proxy_url_problem(proxy)
+            if problem is not None:
+                raise _Problem(f"'proxy' {problem}", _PROXY_HINT)
 
     def _check_numbers(self) -> None:
         for name in _TIMEOUT_FIELDS:
@@ -355,6 +404,11 @@ def redact_mapping(mapping: Mapping[str, object]) -> dict[str, object]:
             out[key] = [REDACTED] * len(value) if isinstance(value, (list, tuple)) else REDACTED
         elif key == "url":
             out[key] = redact_url(value) if isinstance(value, str) else REDACTED
+        elif key == "proxy":
+            # A proxy URL may hold the proxy's user name and password.
+            out[key] = redact_url(value) if isinstance(value, str) else _redact_scalar(value)
+        elif key in ("verify", "cert"):
+            out[key] = _redact_paths(value)
         elif key == "oauth" and isinstance(value, Mapping):
             out[key] = {str(k): _redact_oauth(k, v) for k, v in value.items()}
         elif key == "prices" and isinstance(value, Mapping):
@@ -383,6 +437,20 @@ def _redact_oauth(key: object, value: object) -> object:
     if key == "client_secret" or key not in OAUTH_KEYS or not _is_scalar(value):
         return REDACTED
     return redact_url(value) if key == "client_metadata_url" and isinstance(value, str) else value
+
+
+def _redact_scalar(value: object) -> object:
+    return value if isinstance(value, bool) else REDACTED
+
+
+def _redact_paths(value: object) -> object:
+    # Paths are shown (they name files, like 'command'); text that is not a path (PEM text
+    # pasted in by mistake holds a private key) or values of another type are not.
+    if isinstance(value, str):
+        return value if _path_problem(value) is None else REDACTED
+    if isinstance(value, (list, tuple)):
+        return [_redact_paths(item) if isinstance(item, str) else REDACTED for item in value]
+    return _redact_scalar(value)
 
 
 def _is_scalar(value: object) -> bool:
@@ -502,6 +570,72 @@ def _check_url(url: object) -> None:
         raise _Problem("'url' must start with http:// or https://", example)
     if not parts.hostname:
         raise _Problem("'url' has no host", example)
+
+
+_PROXY_HINT = "write it as http://[user:password@]host[:port], or false for no proxy"
+
+
+def proxy_url_problem(url: str) -> str | None:
+    """What makes ``url`` unusable as a proxy URL, worded to follow the name of where it came
+    from (``'proxy' ...``, ``HTTPS_PROXY ...``), never quoting it; None if it is usable.
+
+    Only ``http://`` proxies are supported: the client speaks to the proxy in clear and asks
+    it for a tunnel (CONNECT), inside which an https server still gets TLS end to end.
+    """
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return "contains whitespace or a control character"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing the port raises ValueError when it is invalid
+    except ValueError:
+        return "is not a valid URL (bad host or port)"
+    scheme = parts.scheme.lower()
+    if scheme == "https":
+        return (
+            "is an https:// proxy: only http:// proxies are supported (the tunnel through "
+            "one still carries TLS to an https server)"
+        )
+    if scheme != "http":
+        return "must start with http:// (SOCKS and other kinds of proxy are not supported)"
+    if not parts.hostname:
+        return "has no host"
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        return "has a path, query or fragment; a proxy URL has none"
+    return None
+
+
+def _path_problem(path: str) -> str | None:
+    if not path.strip():
+        return "must be a non-empty path"
+    if "-----BEGIN" in path:
+        return "holds PEM text, not a path: save it to a file and give the file's path"
+    if any(not c.isprintable() for c in path):
+        return "contains a control character"
+    return None
+
+
+def _check_path(path: str, name: str) -> None:
+    problem = _path_problem(path)
+    if problem is not None:
+        raise _Problem(f"{name!r} {problem}")
+
+
+def _check_cert(value: object) -> str | tuple[str, str]:
+    if isinstance(value, str):
+        _check_path(value, "cert")
+        return value
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(item, str) for item in value)
+    ):
+        _check_path(value[0], "cert[0] (the certificate)")
+        _check_path(value[1], "cert[1] (the key)")
+        return (value[0], value[1])
+    raise _Problem(
+        f"'cert' must be a path or a [certificate, key] pair of paths, got {_kind(value)}",
+        "give the PEM file holding the certificate and its key, or the two files",
+    )
 
 
 def _check_choice(value: object, name: str, choices: object, *, allow_none: bool = False) -> None:
