@@ -1,8 +1,9 @@
 """What both drivers' ``Client`` and ``ClientGroup`` do the same way, with no event loop and no
-thread of their own: keeping the reservations callers pass for priced tools, running the
-application's progress callbacks and reservation methods without letting them break the
-driver, wording a failed spawn, the group's keywords and per-server log, the params of
-``completion/complete``, and ``call_tool(..., output_type=T)``'s pydantic step.
+thread of their own: keeping the reservations callers pass for priced tools (and the one
+record, for the whole process, of which were used), running the application's progress
+callbacks and reservation methods without letting them break the driver, wording a failed
+spawn, the group's keywords and per-server log, the params of ``completion/complete``, and
+``call_tool(..., output_type=T)``'s pydantic step.
 
 Each helper that logs takes the driver's logger, so a record still names the driver it came
 from (``mcp_asyncio._client`` or ``mcp_sync._client``).
@@ -10,16 +11,19 @@ from (``mcp_asyncio._client`` or ``mcp_sync._client``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
 import logging
+import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mcp_core import (
     CallToolResult,
+    Event,
     McpError,
     NotSupported,
     OutputValidationError,
@@ -58,28 +62,79 @@ CompletionRef = PromptRef | ResourceRef | Mapping[str, str]
 _MISSING = (FileNotFoundError, PermissionError, NotADirectoryError)
 
 
+class _Handed:
+    """Every reservation handed to any client of this process, by identity, while it lives:
+    SPEC §10's "already used (by any client or group in the process, not only this one)".
+
+    One record for both drivers and every ``Client`` and ``ClientGroup``: this module is the
+    one both import. Identity, not equality: two equal reservations are two reservations (an
+    application's dataclass compares by value), and an unhashable one is tracked too. Entries
+    go when their reservation is collected; a reservation that cannot be weakly referenced
+    cannot be tracked without keeping it for ever, so only its own ``settled`` judges it.
+    Thread-safe: sync clients on many threads share it."""
+
+    __slots__ = ("_by_id", "_lock")
+
+    def __init__(self) -> None:
+        self._by_id: weakref.WeakValueDictionary[int, Reservation] = weakref.WeakValueDictionary()
+        self._lock = threading.Lock()
+
+    def first(self, reservation: Reservation) -> bool:
+        """Record ``reservation``; True if no client was handed it before."""
+        with self._lock:
+            if self._by_id.get(id(reservation)) is reservation:
+                return False
+            with contextlib.suppress(TypeError):  # not weak-referenceable: not kept
+                self._by_id[id(reservation)] = reservation
+            return True
+
+    def forget(self, reservation: Reservation) -> None:
+        """Undo ``first``: the call it was handed to was refused before it became work."""
+        with self._lock:
+            if self._by_id.get(id(reservation)) is reservation:
+                del self._by_id[id(reservation)]
+
+
+_HANDED = _Handed()
+
+
 class Reservations:
     """The reservations callers passed for priced tools, by ticket, until the machine says to
-    settle them (SPEC §10). Not thread-safe: the sync client uses it under its lock."""
+    settle them (SPEC §10); whether one is fresh is judged across the process (``_Handed``).
+    Not thread-safe itself: the sync client uses it under its lock."""
 
-    __slots__ = ("_held", "_seen")
+    __slots__ = ("_held",)
 
     def __init__(self) -> None:
         self._held: dict[int, Reservation] = {}  # ticket -> reservation to settle
-        self._seen: weakref.WeakSet[Reservation] = weakref.WeakSet()
 
     def hold(self, ticket: int, reservation: Reservation | None) -> dict[str, Any] | None:
-        """Describe ``reservation`` to the machine and keep it until it is settled. A
-        reservation seen before is not fresh: it works once (SPEC §10)."""
+        """Describe ``reservation`` to the machine and keep it until it is settled. One that
+        any client of the process was handed before, or that says it is settled, is not
+        fresh: it works once (SPEC §10)."""
         if reservation is None:
             return None
-        try:
-            fresh = reservation not in self._seen
-            self._seen.add(reservation)
-        except TypeError:  # not weak-referenceable: cannot be tracked, trust it
-            fresh = True
+        fresh = _HANDED.first(reservation)
         self._held[ticket] = reservation
         return reservation_facts(reservation, fresh=fresh)
+
+    def call(
+        self,
+        ticket: int,
+        reservation: Reservation | None,
+        make: Callable[[dict[str, Any] | None], Event],
+    ) -> Event:
+        """``make(facts)``: the ``CallTool`` of ``ticket`` with ``reservation`` held. If making
+        it raises (``ValueError`` for a bad timeout), nothing was held or used: the caller may
+        pass the same reservation again."""
+        facts = self.hold(ticket, reservation)
+        try:
+            return make(facts)
+        except BaseException:
+            self._held.pop(ticket, None)
+            if reservation is not None and facts is not None and facts["fresh"]:
+                _HANDED.forget(reservation)
+            raise
 
     def take(self, ticket: int) -> Reservation | None:
         """The reservation of ``ticket``, no longer held: to settle (``SettleReservation``), or

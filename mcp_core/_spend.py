@@ -9,6 +9,9 @@ call does not burn the budget.
 
 The machine never touches a reservation object: the driver describes it in the ``CallTool``
 event (``reservation_facts``) and performs the ``SettleReservation`` action it gets back.
+"Used once" holds in the whole process: the drivers share one record of every reservation
+handed to any client or group (``_mcp_io/client.py``), and a reservation that says it is
+``settled`` (committed or released, by anyone) is refused too.
 """
 
 from __future__ import annotations
@@ -29,7 +32,14 @@ __all__ = [
 
 @runtime_checkable
 class Reservation(Protocol):
-    """Money set aside for one call of ``tool`` on ``server``."""
+    """Money set aside for one call of ``tool`` on ``server``.
+
+    A reservation may also have a ``settled`` attribute (or property): True once it was
+    committed or released, by a client or by the application. The client then refuses it
+    with ``UnmeteredCall`` before anything is sent; a ``settled`` that raises counts as True.
+    It is optional (not a member of this protocol, so a gate written without it still
+    qualifies): without it, the client's own record of what it was handed is the only check.
+    """
 
     server: str
     tool: str
@@ -52,15 +62,24 @@ class BudgetExhausted(McpError):
 
 def reservation_facts(reservation: object, *, fresh: bool) -> dict[str, Any]:
     """What the machine needs to judge a reservation, as plain data (so it can be recorded):
-    for whom and how much it was made, and whether it is unused."""
+    for whom and how much it was made, and whether it is unused: ``fresh`` (the driver has
+    not seen it before) and not ``settled`` by its own account."""
     if not isinstance(reservation, Reservation):
         return {"server": None, "tool": None, "price": 0, "fresh": False}
     return {
         "server": reservation.server,
         "tool": reservation.tool,
         "price": reservation.price,
-        "fresh": fresh,
+        "fresh": fresh and not _says_settled(reservation),
     }
+
+
+def _says_settled(reservation: Reservation) -> bool:
+    """The reservation's own ``settled`` (see ``Reservation``); one that raises: settled."""
+    try:
+        return bool(getattr(reservation, "settled", False))
+    except Exception:
+        return True
 
 
 @dataclass(eq=False)
@@ -70,6 +89,10 @@ class _MemoryReservation:
     tool: str
     price: int
     state: str = "open"  # open -> committed | released
+
+    @property
+    def settled(self) -> bool:
+        return self.state != "open"
 
     def commit(self) -> None:
         self._settle("committed")

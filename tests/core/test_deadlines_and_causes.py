@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import mcp_core as core
+from mcp_core.driver import reservation_facts
 from tests.core.harness import TEXT_RESULT, Harness
 
 # --- progress pushes a deadline out, never in ---------------------------------------------------
@@ -64,3 +65,68 @@ def test_a_timeout_above_the_cap_outlives_a_stream_of_progress() -> None:
         assert t not in h.replies, second
     h.answer(request["id"], TEXT_RESULT)
     assert h.result(t).text == "hi"
+
+
+# --- a reservation that says it is settled (SPEC §10) ---------------------------------------------
+
+
+class _Settles:
+    """A reservation whose ``settled`` says what the application knows, or raises."""
+
+    server, tool, price = "shop", "buy", 5
+
+    def __init__(self, settled: object) -> None:
+        self._settled = settled
+
+    @property
+    def settled(self) -> object:
+        if isinstance(self._settled, Exception):
+            raise self._settled
+        return self._settled
+
+    def commit(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
+class _Silent:
+    """A reservation that does not say whether it is settled (the attribute is optional)."""
+
+    server, tool, price = "shop", "buy", 5
+
+    def commit(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
+def _settled_reservations() -> list[object]:
+    gate = core.InMemorySpendGate(budget=20)
+    committed, released = gate.reserve("shop", "buy", 5), gate.reserve("shop", "buy", 5)
+    committed.commit()
+    released.release()
+    return [committed, released, _Settles(True), _Settles(RuntimeError("store down"))]
+
+
+@pytest.mark.parametrize("reservation", _settled_reservations())
+def test_a_reservation_that_says_it_is_settled_is_refused_before_sending(
+    reservation: object,
+) -> None:
+    """Item 3 of issue 13: a reservation committed or released elsewhere (another client, the
+    application) was fresh to a client that had not seen it: the paid call went out. A
+    ``settled`` that raises counts as settled: money is not spent on a guess."""
+    facts = reservation_facts(reservation, fresh=True)
+    assert facts["fresh"] is False
+    h = Harness(name="shop", prices={"buy": 5})
+    h.connect_legacy()
+    t = h.call("buy", None, reservation=facts)
+    assert isinstance(h.error(t), core.UnmeteredCall) and "already used" in str(h.error(t))
+    assert h.messages() == [] and h.of(core.SettleReservation) == []  # not ours to settle
+
+
+@pytest.mark.parametrize("reservation", [_Settles(False), _Silent()])
+def test_an_open_reservation_or_one_that_does_not_say_is_fresh(reservation: object) -> None:
+    assert reservation_facts(reservation, fresh=True)["fresh"] is True
+    assert reservation_facts(reservation, fresh=False)["fresh"] is False
+    open_one = core.InMemorySpendGate(budget=5).reserve("shop", "buy", 5)
+    assert open_one.settled is False
+    assert reservation_facts(open_one, fresh=True)["fresh"] is True

@@ -113,5 +113,6 @@ def test_in_memory_spend_gate() -> None:
     assert gate.remaining == 4
     with pytest.raises(ValueError):
         gate.reserve("shop", "buy", 0)
-    assert reservation_facts(second, fresh=True) == facts(price=4)
+    assert reservation_facts(second, fresh=True) == facts(price=4, fresh=False)  # settled
+    assert reservation_facts(gate.reserve("shop", "buy", 4), fresh=True) == facts(price=4)
     assert reservation_facts(object(), fresh=True)["fresh"] is False
