@@ -62,6 +62,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -683,6 +684,9 @@ class Phase:
     leftovers: list[dict[str, Any]] = field(default_factory=list)
     leftovers_after_s: float = 0.0
     log_records: dict[str, int] = field(default_factory=dict)
+    log_errors: list[str] = field(default_factory=list)  # the first ERROR records, in full
+    uncaught: list[str] = field(default_factory=list)  # exceptions that ended a thread
+    crash: str = ""  # the traceback of an exception that ended the phase itself
     samples: list[list[float]] = field(default_factory=list)  # calls, s, rss KiB, fds, threads
     invariants: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -701,9 +705,12 @@ class _LogCounter(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.counts: collections.Counter[str] = collections.Counter()
+        self.errors: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         self.counts[f"{record.levelname} {record.name}"] += 1
+        if record.levelno >= logging.ERROR and len(self.errors) < 5:
+            self.errors.append(f"{record.name}: {self.format(record)}"[:2000])
 
 
 def _snapshot() -> dict[str, Any]:
@@ -738,26 +745,37 @@ def run_phase(plan: Plan, driver: str, transport: str, marker: str, rng: random.
     tag = f"{driver[0]}{transport[0]}-"
     kill = (lambda: kill_servers(marker)) if transport == "stdio" else None
     proxy: ChaosProxy | None = None
+    monitor = Monitor(tally, plan, random.Random(rng.randrange(2**32)), kill)
+    proxy_seed = rng.randrange(2**32)
+    hook = threading.excepthook
+
+    def uncaught(args: threading.ExceptHookArgs) -> None:
+        where = args.thread.name if args.thread is not None else "?"
+        phase.uncaught.append(f"{where}: {args.exc_type.__name__}: {args.exc_value}"[:500])
+        hook(args)
+
+    threading.excepthook = uncaught
     started = time.monotonic()
     try:
         with contextlib.ExitStack() as stack:
             url = ""
             if transport == "http":
                 server = stack.enter_context(MinHttp(marker))
-                proxy = stack.enter_context(
-                    ChaosProxy(server.url, plan.drop_every, rng.randrange(2**32))
-                )
+                proxy = stack.enter_context(ChaosProxy(server.url, plan.drop_every, proxy_seed))
                 url = proxy.url
             fields = _fields(plan, transport, workers, marker, url)
-            monitor = Monitor(tally, plan, random.Random(rng.randrange(2**32)), kill)
             with monitor:
                 if driver == "asyncio":
                     phase.client_pending = asyncio.run(_drive_asyncio(fields, tally, workers, tag))
                 else:
                     phase.client_pending = _drive_sync(fields, tally, workers, tag)
-                phase.duration_s = round(time.monotonic() - started, 2)
+            phase.duration_s = round(time.monotonic() - started, 2)
+    except Exception as crash:  # counted as a failure of the phase; the run goes on
+        phase.crash = "".join(traceback.format_exception(crash))[-4000:]
+        phase.duration_s = round(time.monotonic() - started, 2)
     finally:
         logging.getLogger().removeHandler(counter)
+        threading.excepthook = hook
     waited = time.monotonic()
     phase.leftovers = leftovers(before_children, marker)
     while phase.leftovers and time.monotonic() - waited < ORPHAN_GRACE_S:
@@ -782,6 +800,7 @@ def run_phase(plan: Plan, driver: str, transport: str, marker: str, rng: random.
         phase.proxy = {"connections": proxy.connections, "requests": proxy.forwarded}
     phase.calls_per_s = round(n / phase.duration_s, 1) if phase.duration_s else 0.0
     phase.log_records = dict(counter.counts.most_common())
+    phase.log_errors = counter.errors
     phase.samples = [[s.calls, s.seconds, s.rss_kib, s.fds, s.threads] for s in monitor.samples]
     if monitor.samples:
         phase.end = asdict(monitor.samples[-1])
@@ -811,9 +830,15 @@ def judge_phase(phase: Phase, monitor: Monitor) -> None:
     }
     foreign = {k: v for k, v in phase.outcomes.items() if k.startswith("raised:")}
     wrong = {k: phase.outcomes[k] for k in ("wrong-answer", "tool-error") if k in phase.outcomes}
+    # An error the event loop logs (a task's exception nobody retrieved) escaped a caller too.
+    loop_errors = [e for e in phase.log_errors if e.startswith("asyncio:")]
+    escaped = ([phase.crash.splitlines()[-1]] if phase.crash else []) + phase.uncaught
     checks["typed"] = {
-        "held": not foreign and not wrong,
-        "detail": f"not McpError: {foreign or 'none'}; wrong or error answers: {wrong or 'none'}",
+        "held": not foreign and not wrong and not escaped and not loop_errors,
+        "detail": (
+            f"not McpError: {foreign or 'none'}; wrong or error answers: {wrong or 'none'}; "
+            f"escaped the callers: {escaped + loop_errors or 'nothing'}"
+        ),
     }
     warm = monitor.warm
     if warm is None:
