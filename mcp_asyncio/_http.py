@@ -41,8 +41,18 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 import h11
 from anyio.abc import ByteStream, SocketAttribute, TaskGroup
+from anyio.streams.tls import TLSStream
 
-from _mcp_io.http import READ_SIZE, TlsContext, os_message, reason
+from _mcp_io.http import (
+    READ_SIZE,
+    Network,
+    Proxy,
+    ProxyError,
+    Tunnel,
+    connect_error,
+    os_message,
+    reason,
+)
 from mcp_core import (
     HttpBodyReceived,
     HttpFailed,
@@ -83,8 +93,10 @@ _NO_TIMEOUT = 365 * 24 * 3600.0
 class HttpExecutor:
     """Sends the requests of one client through one pool of keep-alive connections.
 
-    HTTP/1.1 only, TLS verified with the default context, no redirect followed, no retry and no
-    timeout: the machine's deadlines end a request with ``AbortHttp``. Connection attempts, the
+    HTTP/1.1 only, no redirect followed, no retry and no timeout: the machine's deadlines end a
+    request with ``AbortHttp``. ``network`` says which TLS context and which proxy (a CONNECT
+    tunnel) each origin gets (default: the verifying default context, no proxy). Connection
+    attempts, the
     pump (asyncio), readers and writers (trio) run as tasks in ``task_group``; ``feed`` is
     called synchronously, once per event, from those tasks, never from inside ``start`` or
     ``abort``. ``pool_size`` (the client's in-flight window) sizes the cap on connections,
@@ -99,6 +111,7 @@ class HttpExecutor:
         *,
         pool_size: int | None = None,
         max_connections: int | None = None,
+        network: Network | None = None,
     ) -> None:
         self._feed = feed
         self._now = now
@@ -121,7 +134,7 @@ class HttpExecutor:
         # Chosen on the first request, from the event loop it runs on.
         self._open: Callable[[Origin, ssl.SSLContext | None], Awaitable[_Connection]] | None
         self._open = None
-        self._tls = TlsContext()  # made on the first https request
+        self._network = network or Network()  # its default TLS context: on the first https
 
     @property
     def in_flight(self) -> int:
@@ -396,7 +409,7 @@ class HttpExecutor:
         try:
             with request.scope:
                 origin = request.target.origin
-                tls = self._tls.get() if origin[0] == "https" else None
+                tls = self._network.tls() if origin[0] == "https" else None
                 connection = await self._open(origin, tls)
         except (*FAILURES, ValueError) as exc:  # e.g. a host name IDNA cannot encode
             failure = exc
@@ -433,6 +446,9 @@ class HttpExecutor:
     async def _open_asyncio(self, origin: Origin, tls: ssl.SSLContext | None) -> _Connection:
         _scheme, host, port = origin
         loop = asyncio.get_running_loop()
+        proxy = self._network.proxy(origin)
+        if proxy is not None:
+            return await self._tunnel_asyncio(loop, proxy, host, port, tls)
         try:
             # Cancelled (aborted) while connecting or in the TLS handshake, asyncio closes the
             # socket itself.
@@ -449,11 +465,59 @@ class HttpExecutor:
             raise ConnectError(os_message(exc)) from exc
         return connection
 
+    async def _tunnel_asyncio(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        proxy: Proxy,
+        host: str,
+        port: int,
+        tls: ssl.SSLContext | None,
+    ) -> _Connection:
+        """A connection to ``host``:``port`` through a CONNECT tunnel of ``proxy``: the
+        exchange with the proxy on a protocol of its own, then TLS (start_tls) or the plain
+        transport handed to the connection's protocol. Aborted at any point, the transport
+        is closed."""
+        try:
+            transport, opening = await loop.create_connection(_Opening, proxy.host, proxy.port)
+        except OSError as exc:
+            raise connect_error(proxy, exc) from exc
+        try:
+            tunnel = Tunnel(proxy, host, port)
+            transport.write(tunnel.request)
+            while not tunnel.receive(await opening.read()):
+                pass
+            if opening.ended:  # closed with the answer: nothing would ever be read
+                raise ProxyError(f"{proxy.named} closed the tunnel at once")
+            connection = _AsyncioConnection(self)
+            if tls is None:
+                transport.set_protocol(connection)
+                connection.connection_made(transport)
+                return connection
+            try:
+                secured = await loop.start_tls(
+                    transport,
+                    connection,
+                    tls,
+                    server_hostname=host,
+                    ssl_handshake_timeout=_NO_TIMEOUT,  # the machine aborts instead
+                )
+            except OSError as exc:
+                raise ConnectError(os_message(exc)) from exc
+            assert secured is not None
+            connection.connection_made(secured)  # start_tls does not call it
+            return connection
+        except BaseException:
+            transport.abort()
+            raise
+
     async def _open_stream(self, origin: Origin, tls: ssl.SSLContext | None) -> _Connection:
         _scheme, host, port = origin
+        proxy = self._network.proxy(origin)
         try:
-            if tls is None:
-                stream: ByteStream = await anyio.connect_tcp(host, port)
+            if proxy is not None:
+                stream: ByteStream = await _tunnel_stream(proxy, host, port, tls)
+            elif tls is None:
+                stream = await anyio.connect_tcp(host, port)
             else:
                 # Not standard-compatible: a server that closes without close_notify ends a
                 # body framed by the close instead of breaking it.
@@ -651,6 +715,82 @@ class _StreamConnection:
             with anyio.CancelScope(shield=True):
                 await anyio.aclose_forcefully(self._stream)
             self._executor._task_ended()
+
+
+class _Opening(asyncio.Protocol):
+    """A connection to a proxy on asyncio until its tunnel is open: keeps what arrives for
+    the CONNECT exchange, which ``read`` hands over."""
+
+    def __init__(self) -> None:
+        self._received: list[bytes] = []
+        self.ended = False  # EOF, or the connection was lost
+        self._wake: asyncio.Future[None] | None = None
+
+    def data_received(self, data: bytes) -> None:
+        self._received.append(data)
+        self._wake_reader()
+
+    def eof_received(self) -> None:
+        self.ended = True
+        self._wake_reader()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ended = True
+        self._wake_reader()
+
+    def _wake_reader(self) -> None:
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    async def read(self) -> bytes:
+        """What arrived since the last read, waiting for something; ``b""`` at the end."""
+        while not self._received and not self.ended:
+            self._wake = asyncio.get_running_loop().create_future()
+            try:
+                await self._wake
+            finally:
+                self._wake = None
+        data = b"".join(self._received)
+        self._received.clear()
+        return data
+
+
+async def _tunnel_stream(
+    proxy: Proxy, host: str, port: int, tls: ssl.SSLContext | None
+) -> ByteStream:
+    """A stream to ``host``:``port`` through a CONNECT tunnel of ``proxy`` (anyio's streams,
+    on trio), with TLS over the tunnel for an https server. Closed when anything fails or the
+    attempt is cancelled."""
+    try:
+        stream: ByteStream = await anyio.connect_tcp(proxy.host, proxy.port)
+    except (OSError, anyio.BrokenResourceError) as exc:
+        raise connect_error(proxy, exc, _anyio_message(exc)) from exc
+    try:
+        tunnel = Tunnel(proxy, host, port)
+        try:
+            await stream.send(tunnel.request)
+            while True:
+                try:
+                    data = await stream.receive(READ_SIZE)
+                except anyio.EndOfStream:
+                    data = b""
+                if tunnel.receive(data):
+                    break
+        except (OSError, anyio.BrokenResourceError) as exc:
+            message = f"the connection to {proxy.named} failed: {_anyio_message(exc)}"
+            raise ProxyError(message) from exc
+        if tls is not None:
+            try:
+                # Not standard-compatible, as a direct connection (see _open_stream).
+                stream = await TLSStream.wrap(
+                    stream, hostname=host, ssl_context=tls, standard_compatible=False
+                )
+            except (OSError, anyio.BrokenResourceError) as exc:
+                raise ConnectError(_anyio_message(exc)) from exc
+    except BaseException:
+        await anyio.aclose_forcefully(stream)
+        raise
+    return stream
 
 
 def _anyio_message(exc: BaseException) -> str:

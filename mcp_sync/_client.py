@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import TracebackType
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from _mcp_io.client import (
     CompletionRef,
@@ -38,6 +38,7 @@ from _mcp_io.client import (
     with_data,
 )
 from _mcp_io.client import ProgressCallback as ProgressCallback
+from _mcp_io.http import client_network
 from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
 from _mcp_io.otel import end_call_span, start_call_span
 from mcp_core import (
@@ -94,6 +95,9 @@ from mcp_core.replay import Recorder
 from ._http import HttpExecutor, HttpRequest
 from ._process import ProcessSlot
 
+if TYPE_CHECKING:
+    import ssl
+
 __all__ = ["Client"]
 
 _log = logging.getLogger(__name__)
@@ -137,6 +141,7 @@ class Client:
         authorize: AuthorizeCallback | None = None,
         token_store: TokenStore | None = None,
         interactive: bool = True,
+        ssl_context: ssl.SSLContext | None = None,
         **fields: Any,
     ) -> None:
         """Raises ``InvalidSpec`` for a refused spec, ``ValueError`` for impossible
@@ -154,8 +159,17 @@ class Client:
         ``oauth.redirect_port``, else any port) for up to 5 minutes; ``authorize=`` replaces
         it (see ``AuthorizeCallback``). ``interactive=False``: no browser step at all, a flow
         that needs one fails with ``AuthorizationRequired``. Leave room for the user in
-        ``init_timeout``: ``with Client(...)`` waits that long for readiness."""
+        ``init_timeout``: ``with Client(...)`` waits that long for readiness.
+
+        The network (README "Networks: private CAs, client certificates, proxies"): the
+        spec's ``verify`` and ``cert``, or ``ssl_context`` (an ``ssl.SSLContext`` used for
+        every https connection of this client, its OAuth requests included; not with
+        ``verify`` or ``cert``: ``InvalidSpec``; ignored for a stdio server); a proxy from the
+        spec's ``proxy``, else from ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` (and their
+        lower-case spellings), read here, once. A CA bundle or client certificate that cannot
+        be loaded, or a proxy variable that is not an http:// URL, raises ``InvalidSpec``."""
         self._spec = Spec.build(spec, **fields)
+        self._network = client_network(self._spec, ssl_context, os.environ)
         self._wait = wait
         self._record_path = record
         self._elicitation_complete = elicitation_complete
@@ -199,7 +213,9 @@ class Client:
         self._record_file: IO[str] | None = None
         self._recorder: Recorder | None = None
         self._timer: threading.Thread | None = None
-        self._http = HttpExecutor(self._feed, time.monotonic, pool_size=self._spec.pool_size)
+        self._http = HttpExecutor(
+            self._feed, time.monotonic, pool_size=self._spec.pool_size, network=self._network
+        )
         self._stopped = threading.Event()
 
     @property

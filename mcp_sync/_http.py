@@ -106,7 +106,16 @@ from typing import Any
 
 import h11
 
-from _mcp_io.http import READ_SIZE, TlsContext, is_readable, os_message, reason
+from _mcp_io.http import (
+    READ_SIZE,
+    Network,
+    ProxyError,
+    Tunnel,
+    connect_error,
+    is_readable,
+    os_message,
+    reason,
+)
 from mcp_core import (
     HttpBodyReceived,
     HttpFailed,
@@ -146,11 +155,13 @@ _SLICE_MS = int(_SLICE * 1000)
 class HttpExecutor:
     """Sends the requests of one client through one pool of keep-alive connections.
 
-    HTTP/1.1 only, TLS verified with the default context, no redirect followed, no retry and no
-    timeout: the machine's deadlines end a request with ``AbortHttp``. ``feed`` is called from
-    the worker threads and from callers in ``run``, without any lock of the executor held.
-    ``pool_size`` (the client's in-flight window) sizes the cap on connections and on workers
-    plus inline runners, ``max_connections`` sets it exactly (see ``connection_cap``).
+    HTTP/1.1 only, no redirect followed, no retry and no timeout: the machine's deadlines end
+    a request with ``AbortHttp``. ``network`` says which TLS context and which proxy (a
+    CONNECT tunnel) each origin gets (default: the verifying default context, no proxy).
+    ``feed`` is called from the worker threads and from callers in ``run``, without any lock
+    of the executor held. ``pool_size`` (the client's in-flight window) sizes the cap on
+    connections and on workers plus inline runners, ``max_connections`` sets it exactly (see
+    ``connection_cap``).
 
     A worker learns of an abort only when its socket wakes it, so events of an aborted stream
     can still reach ``feed`` after ``abort`` returned: the machine drops them (it ignores
@@ -164,6 +175,7 @@ class HttpExecutor:
         *,
         pool_size: int | None = None,
         max_connections: int | None = None,
+        network: Network | None = None,
     ) -> None:
         self._feed = feed
         self._now = now
@@ -183,7 +195,7 @@ class HttpExecutor:
         self._inline = 0  # requests that callers hold to run themselves (until they let go)
         self._names = itertools.count(1)
         self._closed = False
-        self._tls = TlsContext()  # made on the first https request
+        self._network = network or Network()  # its default TLS context: on the first https
 
     @property
     def in_flight(self) -> int:
@@ -559,10 +571,13 @@ class HttpExecutor:
 
     def _open(self, request: _Request, origin: Origin) -> _Connection:
         scheme, host, port = origin
+        proxy = self._network.proxy(origin)
         try:
-            addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            # Through a proxy, the proxy resolves the server's name.
+            where = (host, port) if proxy is None else (proxy.host, proxy.port)
+            addresses = socket.getaddrinfo(*where, type=socket.SOCK_STREAM)
         except OSError as exc:
-            raise ConnectError(os_message(exc)) from exc
+            raise connect_error(proxy, exc) from exc
         error: OSError | None = None
         for family, kind, proto, _name, address in addresses:  # as socket.create_connection
             sock = socket.socket(family, kind, proto)
@@ -577,12 +592,25 @@ class HttpExecutor:
             else:
                 break
         else:
-            raise ConnectError(os_message(error) if error else "no address for the host")
+            raise connect_error(proxy, error)
+        if proxy is not None:
+            try:
+                # Claimed since _connect: abort() wakes the exchange with the proxy too.
+                tunnel = Tunnel(proxy, host, port)
+                sock.sendall(tunnel.request)
+                while not tunnel.receive(sock.recv(READ_SIZE)):
+                    pass
+            except BaseException as exc:
+                self._close(request, sock)
+                if isinstance(exc, OSError):
+                    message = f"the connection to {proxy.named} failed: {os_message(exc)}"
+                    raise ProxyError(message) from exc
+                raise
         if scheme == "https":
             try:
                 # wrap_socket takes over the descriptor; the handshake runs once the TLS socket
                 # is claimed, so that abort() can interrupt it.
-                tls = self._tls.get().wrap_socket(
+                tls = self._network.tls().wrap_socket(
                     sock, server_hostname=host, do_handshake_on_connect=False
                 )
             except BaseException as exc:
