@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import importlib.util
 import ipaddress
 import json
 import logging
@@ -295,7 +296,11 @@ class RealProxy:
 
 @pytest.fixture(scope="module")
 def real_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealProxy]:
-    pytest.importorskip("proxy")
+    if importlib.util.find_spec("proxy") is None:  # proxy.py, of the dev extra
+        message = "proxy.py is missing: pip install -e '.[dev]'"
+        if os.environ.get("CI"):
+            pytest.fail(message)  # CI never goes green by skipping the proxy tests
+        pytest.skip(message)
     proxy = RealProxy(tmp_path_factory.mktemp("proxy"))
     try:
         yield proxy
