@@ -128,14 +128,14 @@ class Proxy:
 
     __slots__ = ("authorization", "host", "named", "port")
 
-    def __init__(self, url: str, source: str) -> None:
-        """``url`` was checked (``proxy_url_problem``); ``source`` names where it came from:
-        ``"HTTPS_PROXY"``, ``"the spec's proxy"``."""
+    def __init__(self, url: str, named: str) -> None:
+        """``url`` was checked (``proxy_url_problem``); ``named`` says which proxy it is in
+        messages: ``"the proxy from HTTPS_PROXY"``, ``"the spec's proxy"``."""
         parts = urlsplit(url)
         assert parts.hostname is not None
         self.host = parts.hostname
         self.port = parts.port or 80
-        self.named = f"the proxy from {source}" if source.isupper() else source
+        self.named = named
         self.authorization: bytes | None = None
         if parts.username is not None or parts.password is not None:
             pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
@@ -367,7 +367,7 @@ def _environment_proxy(spec: Spec, name: str, value: str) -> Proxy:
             f"it {problem}; give the server a 'proxy' of its own, or 'proxy': false to "
             "connect directly"
         )
-    return Proxy(url, name)
+    return Proxy(url, f"the proxy from {name}")
 
 
 # --- TLS -------------------------------------------------------------------------------------

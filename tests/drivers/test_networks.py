@@ -832,6 +832,7 @@ def test_which_variable_is_used() -> None:
     both = {"https_proxy": "http://lower:1", "HTTPS_PROXY": "http://upper:1", "http_proxy": "h:2"}
     routes = network(both)
     assert routes.proxy(("https", "h", 443)).host == "lower"  # lower case first, as curl
+    assert routes.proxy(("https", "h", 443)).named == "the proxy from https_proxy"
     assert routes.proxy(("http", "h", 80)).port == 2  # "host:port": http:// assumed
     assert network({"HTTPS_PROXY": "  "}).proxy(("https", "h", 443)) is None  # empty: unset
     # In a CGI script HTTP_PROXY may come from a request header (httpoxy): ignored there.
@@ -848,17 +849,19 @@ def test_which_variable_is_used() -> None:
 
 
 def test_a_proxy_shows_no_credential() -> None:
-    proxy = Proxy(f"http://{PROXY_USER}:{PROXY_PASSWORD}@[::1]:3128", "HTTPS_PROXY")
+    proxy = Proxy(f"http://{PROXY_USER}:{PROXY_PASSWORD}@[::1]:3128", "the proxy from HTTPS_PROXY")
     assert repr(proxy) == "<Proxy [::1]:3128 with credentials (the proxy from HTTPS_PROXY)>"
     assert proxy.authorization == b"Basic YWxpY2U6cHIweHktcGE1NQ=="
     encoded = Proxy("http://us%40er:p%3Ass@p", "the spec's proxy")
     assert (encoded.port, encoded.authorization) == (80, b"Basic dXNAZXI6cDpzcw==")
     assert repr(encoded) == "<Proxy p:80 with credentials (the spec's proxy)>"
-    assert repr(Proxy("http://p:1", "NO")) == "<Proxy p:1 (the proxy from NO)>"
+    assert repr(Proxy("http://p:1", "the proxy from https_proxy")) == (
+        "<Proxy p:1 (the proxy from https_proxy)>"
+    )
 
 
 def tunnel(**proxy: str) -> Tunnel:
-    return Tunnel(Proxy(proxy.get("url", "http://p:1"), "HTTPS_PROXY"), "::1", 443)
+    return Tunnel(Proxy(proxy.get("url", "http://p:1"), "the proxy from HTTPS_PROXY"), "::1", 443)
 
 
 def test_the_connect_request_carries_nothing_but_host_and_proxy_credentials() -> None:
