@@ -87,7 +87,7 @@ bench: venv node_modules
 # few thousand calls and 250,000 HTTP calls through a proxy that resets connections at random;
 # fails unless every call was answered once (ok or a typed error), RSS and fds stayed flat
 # after warm-up and no process was left. Writes bench/results/soak-<UTC>.json and -rss.png.
-# About 10 minutes on 2 cores. Not part of `make test`, which runs a smoke of it
+# About 5 minutes on 2 cores. Not part of `make test`, which runs a smoke of it
 # (tests/bench/test_soak_smoke.py). Smaller: make soak SOAK_ARGS="--calls 100000".
 soak: venv
 	$(PY) bench/soak.py $(SOAK_ARGS)
