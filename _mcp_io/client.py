@@ -25,12 +25,14 @@ from mcp_core import (
     CallToolResult,
     Event,
     McpError,
+    NoHttpClient,
     NotSupported,
     OutputValidationError,
     ProgressUpdate,
     PromptRef,
     Reservation,
     ResourceRef,
+    Spec,
 )
 from mcp_core._group_names import Named, NameTable
 from mcp_core.driver import reservation_facts
@@ -44,6 +46,7 @@ __all__ = [
     "output_adapter",
     "publish",
     "report",
+    "require_http_stack",
     "server_log",
     "settle",
     "spawn_failure",
@@ -159,6 +162,23 @@ def report(callback: ProgressCallback, update: ProgressUpdate, log: logging.Logg
         return
     if inspect.iscoroutine(result):
         result.close()  # async callbacks are not awaited; closing avoids a "never awaited" warning
+
+
+def require_http_stack(spec: Spec) -> None:
+    """SPEC §4: a ``url`` spec this Python has no HTTP stack for raises ``NoHttpClient`` from
+    the constructor, before anything starts. The stack is ours (h11 and the socket module,
+    both imported with the driver), so the one part that can be missing is ``ssl``, which a
+    Python built without OpenSSL lacks: an ``https://`` URL needs it; ``http://`` does not
+    (an OAuth flow with an https authorization server would still fail, when it starts)."""
+    if spec.url is None or not spec.url.lower().startswith("https:"):
+        return
+    try:
+        import ssl  # noqa: F401  (here: a stdio or http:// client never pays for it)
+    except ImportError:
+        raise NoHttpClient(
+            "an https:// URL needs Python's ssl module, and this Python was built without it "
+            "(no OpenSSL); use a Python with ssl, or http:// for a server on this machine"
+        ) from None
 
 
 def spawn_failure(exc: OSError) -> tuple[str, bool]:

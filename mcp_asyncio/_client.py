@@ -35,6 +35,7 @@ from _mcp_io.client import (
     completion_params,
     output_adapter,
     report,
+    require_http_stack,
     settle,
     with_data,
 )
@@ -171,8 +172,9 @@ class Client:
         ssl_context: ssl.SSLContext | None = None,
         **fields: Any,
     ) -> None:
-        """Raises ``InvalidSpec`` for a refused spec, ``ValueError`` for impossible
-        ``elicitation_modes``; nothing is started. See ``Handler`` and
+        """Raises ``InvalidSpec`` for a refused spec, ``NoHttpClient`` for an https URL on a
+        Python without ``ssl``, ``ValueError`` for impossible ``elicitation_modes``; nothing is
+        started. See ``Handler`` and
         ``CompletionCallback`` for the handlers.
 
         OAuth (SPEC §11; a ``url`` server without an ``Authorization`` header, unless the
@@ -197,6 +199,7 @@ class Client:
         lower-case spellings), read here, once. A CA bundle or client certificate that cannot
         be loaded, or a proxy variable that is not an http:// URL, raises ``InvalidSpec``."""
         self._spec = Spec.build(spec, **fields)
+        require_http_stack(self._spec)  # NoHttpClient: an https URL without ssl
         self._network = client_network(self._spec, ssl_context, os.environ)
         self._wait = wait
         self._record = record

@@ -5,7 +5,9 @@ messages are built from redacted specs, exit codes, short excerpts and status nu
 
 Errors are values inside the machine: it puts them in ``Reply`` actions and the drivers raise
 them in the caller's task or thread. Two errors compare equal when they are of the same class
-and carry the same message, so recorded sessions replay to identical actions.
+and carry the same message, so recorded sessions replay to identical actions. ``str(error)``
+is always the full sentence; ``error.message`` is the same sentence, except for a
+``JsonRpcError``, whose ``message`` is the server's own (its ``str`` adds the code).
 """
 
 from __future__ import annotations
@@ -75,7 +77,10 @@ class UnexpectedEvent(McpError):
 
 
 class NoHttpClient(McpError):
-    """A ``url`` spec was given but no HTTP stack can be imported."""
+    """A ``url`` spec was given but this Python cannot speak to it: an ``https://`` URL needs
+    the ``ssl`` module, which a Python built without OpenSSL lacks. Raised by the ``Client``
+    constructor (a ``ClientGroup`` leaves that server out, saying why); nothing was started.
+    (The rest of the HTTP stack, h11 and the socket module, is imported with the drivers.)"""
 
 
 class Busy(McpError):
@@ -83,7 +88,8 @@ class Busy(McpError):
 
 
 class RequestTimeout(McpError):
-    """The request passed its deadline; the server was told to cancel it."""
+    """The request passed its deadline; the server was told to cancel it. Also the ``cause``
+    of a ``ConnectFailed`` for a handshake that did not finish within ``init_timeout``."""
 
 
 class NotReady(McpError):
@@ -98,8 +104,13 @@ class NotReady(McpError):
 
 class ConnectFailed(McpError):
     """The last connect or handshake failed; ``reason`` says why. ``cause`` is the typed
-    failure when there is one (``AuthorizationRequired``, ``AuthorizationFailed``, the
-    ``HttpError`` that refused the connect, ...), else ``None``."""
+    failure: ``InitializationFailed`` (initialize answered with an error),
+    ``UnsupportedVersion``, ``InvalidResponse`` (an answer of the wrong shape, or an HTTP
+    request that failed), ``ServerExited`` (the process died during the handshake),
+    ``RequestTimeout`` (no handshake within ``init_timeout``), ``MessageTooLarge``,
+    ``HttpError`` (also in ``http_error``), ``AuthorizationRequired``,
+    ``AuthorizationFailed``, ...; ``None`` when there is no typed failure to give (a process
+    that could not be spawned: the reason names the file)."""
 
     def __init__(
         self,
@@ -117,16 +128,21 @@ class ConnectFailed(McpError):
         super().__init__(f"could not connect: {reason}{suffix}")
         self.reason = reason
         self.permanent = permanent
+        if http_error is None and isinstance(cause, HttpError):
+            http_error = cause
         self.http_error = http_error  # the HTTP answer that refused the connect, if any
         self.cause = cause if cause is not None else http_error
 
 
 class InitializationFailed(McpError):
-    """The server answered the handshake with an error or an unusable result."""
+    """The server answered ``initialize`` with a JSON-RPC error, kept in ``error`` (its
+    ``code``, the server's ``message`` and ``data``). Reported as a ``ConnectFailed``'s
+    ``cause``; the client retries with backoff."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, error: JsonRpcError | None = None) -> None:
         super().__init__(f"the initialize handshake failed: {reason}")
         self.reason = reason
+        self.error = error
 
 
 class UnsupportedVersion(McpError):
@@ -180,13 +196,18 @@ class HttpError(McpError):
 
 
 class JsonRpcError(McpError):
-    """The server answered the request with a JSON-RPC error."""
+    """The server answered the request with a JSON-RPC error: ``code``, ``message`` (the
+    server's own words, cut to 500 characters) and ``data``. ``str(error)`` is the sentence
+    "the server answered with JSON-RPC error <code>: <message>"."""
 
     def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(f"the server answered with JSON-RPC error {code}: {message}")
         self.code = code
-        self.rpc_message = message
+        self.message = message
         self.data = data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code!r}, {self.message!r})"
 
 
 class UrlElicitationRequired(JsonRpcError):
@@ -195,7 +216,8 @@ class UrlElicitationRequired(JsonRpcError):
     ``elicitations``, each a dict with ``elicitationId``, ``url`` and ``message`` (and ``mode``
     ``"url"``). Show the user each URL's host and message, open it only with their consent,
     then retry the call; the client's ``elicitation_complete=`` callback hears when the server
-    reports one done. The message names only how many are needed, never a URL."""
+    reports one done. ``str(error)`` names only how many are needed, never a URL; ``message``
+    is the server's own."""
 
     CODE = -32042
 
@@ -209,7 +231,7 @@ class UrlElicitationRequired(JsonRpcError):
             f"{'' if count == 1 else 's'} first (see .elicitations), then retry the call",
         )
         self.code = self.CODE
-        self.rpc_message = message
+        self.message = message
         self.data = data
         self.elicitations = elicitations
 

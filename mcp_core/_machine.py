@@ -75,6 +75,7 @@ from ._errors import (
     McpError,
     MessageTooLarge,
     NotReady,
+    RequestTimeout,
     ServerExited,
     UnexpectedEvent,
 )
@@ -547,13 +548,11 @@ class SessionMachine:
             and connection.connect_deadline is not None
             and connection.connect_deadline <= now
         ):
-            self.fail(
-                connection,
-                ConnectFailed(
-                    f"the server did not complete the handshake within "
-                    f"init_timeout={self.spec.init_timeout:g} s"
-                ),
+            late = RequestTimeout(
+                f"the server did not complete the handshake within "
+                f"init_timeout={self.spec.init_timeout:g} s"
             )
+            self.fail(connection, ConnectFailed(str(late), cause=late))
         if connection.retry_at is not None and connection.retry_at <= now:
             self._connect(connection)
         self._transport.resume_due(connection, now)
@@ -595,7 +594,7 @@ class SessionMachine:
             del connection.requests[request_id]  # type: ignore[arg-type]
             self._calls.finish(owner, error=error)
         elif owner in (DISCOVER, INITIALIZE):
-            self.fail(connection, ConnectFailed(error.message))
+            self.fail(connection, ConnectFailed(str(error), cause=error))
         elif owner is not None:  # a listen or a renewal: lost, like an HTTP stream that broke
             assert isinstance(request_id, int)
             del connection.requests[request_id]
@@ -617,7 +616,7 @@ class SessionMachine:
             connection.probe_deadline = None
             self._opening.send_initialize(connection)
         elif owner == INITIALIZE:
-            self.fail(connection, ConnectFailed(error.message))
+            self.fail(connection, ConnectFailed(str(error), cause=error))
         elif owner == LISTEN and request_id is not None:
             self._subscriptions.ended(connection, request_id, error)
         else:  # a renewal (log level, subscription) the next session sends again
@@ -640,7 +639,10 @@ class SessionMachine:
             self._fail(connection, ServerExited(returncode, stderr), was=was)
         else:
             detail = f"the server exited with code {returncode} during the handshake"
-            error = ConnectFailed(f"{detail}; last stderr:\n{stderr}" if stderr else detail)
+            error = ConnectFailed(
+                f"{detail}; last stderr:\n{stderr}" if stderr else detail,
+                cause=ServerExited(returncode, stderr),
+            )
             self._fail(connection, error, was=was)
 
     def fail(self, connection: Connection, error: McpError, *, permanent: bool = False) -> None:
@@ -667,7 +669,9 @@ class SessionMachine:
         self._calls.connection_failed(connection, error)
         if not was_ready:
             connect_error = (
-                error if isinstance(error, ConnectFailed) else ConnectFailed(error.message)
+                error
+                if isinstance(error, ConnectFailed)
+                else ConnectFailed(str(error), cause=error)
             )
             self._connect_error = connect_error
             if permanent:

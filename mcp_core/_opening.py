@@ -167,18 +167,19 @@ class Opening:
             self._session.ready(connection, _MODERN)
             return
         if response.error is not None:
-            failure = InitializationFailed(rpc_error(response.error).message)
-            self._session.fail(connection, ConnectFailed(failure.message))
+            error = rpc_error(response.error)
+            failure = InitializationFailed(str(error), error)
+            self._session.fail(connection, ConnectFailed(str(failure), cause=failure))
             return
         assert response.result is not None
         try:
             handshake = parse_initialize_result(response.result)
         except UnsupportedVersion as exc:
-            failed = ConnectFailed(exc.message, permanent=True)
+            failed = ConnectFailed(str(exc), permanent=True, cause=exc)
             self._session.fail(connection, failed, permanent=True)
             return
         except InvalidResponse as exc:
-            self._session.fail(connection, ConnectFailed(exc.message))
+            self._session.fail(connection, ConnectFailed(str(exc), cause=exc))
             return
         self._learn("sse" if self._transport.speaks_sse(connection) else "legacy")
         connection.handshake = handshake  # so the notification carries MCP-Protocol-Version

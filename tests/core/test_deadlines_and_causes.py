@@ -3,11 +3,13 @@ settled (SPEC §10), and the typed failure inside every ``ConnectFailed`` (SPEC 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import mcp_core as core
 from mcp_core.driver import reservation_facts
-from tests.core.harness import TEXT_RESULT, Harness
+from tests.core.harness import TEXT_RESULT, Harness, HttpHarness
 
 # --- progress pushes a deadline out, never in ---------------------------------------------------
 
@@ -130,3 +132,109 @@ def test_an_open_reservation_or_one_that_does_not_say_is_fresh(reservation: obje
     open_one = core.InMemorySpendGate(budget=5).reserve("shop", "buy", 5)
     assert open_one.settled is False
     assert reservation_facts(open_one, fresh=True)["fresh"] is True
+
+
+# --- ConnectFailed.cause: the typed failure behind every failed connect (SPEC §14) -------------
+
+
+def _initialize(h: Harness) -> int:
+    """Connect (era='legacy': no probe) with a fail-fast waiter; the initialize request id."""
+    h.feed(core.Connect(now=h.now))
+    h.waiter = h.await_ready(fail_fast=True)  # type: ignore[attr-defined]
+    h.spawned()
+    return int(h.last_request("initialize")["id"])
+
+
+def _refused(h: Harness) -> None:
+    h.answer_error(_initialize(h), -32603, "the database is down")
+
+
+def _old_version(h: Harness) -> None:
+    h.answer(_initialize(h), {"protocolVersion": "1999-01-01", "capabilities": {}})
+
+
+def _no_version(h: Harness) -> None:
+    h.answer(_initialize(h), {"capabilities": {}})
+
+
+def _died(h: Harness) -> None:
+    _initialize(h)
+    h.feed(core.StderrReceived(now=h.now, slot=0, generation=h.gen(), data=b"no config\n"))
+    h.exited(3)
+
+
+def _silent(h: Harness) -> None:
+    _initialize(h)
+    h.advance(h.spec.init_timeout)
+
+
+def _too_long(h: Harness) -> None:
+    request_id = _initialize(h)
+    h.stdout(b'{"jsonrpc":"2.0","id":%d,"result":{"x":"%s"}}\n' % (request_id, b"a" * 2048))
+
+
+CAUSES: list[tuple[Any, type[core.McpError], bool, Any]] = [
+    (
+        _refused,
+        core.InitializationFailed,
+        False,
+        lambda c: isinstance(c.error, core.JsonRpcError)
+        and (c.error.code, c.error.message) == (-32603, "the database is down")
+        and "the database is down" in c.reason,
+    ),
+    (_old_version, core.UnsupportedVersion, True, lambda c: c.version == "1999-01-01"),
+    (_no_version, core.InvalidResponse, False, lambda c: c.method == "initialize"),
+    (_died, core.ServerExited, False, lambda c: (c.code, c.stderr_tail) == (3, "no config")),
+    (_silent, core.RequestTimeout, False, lambda c: "init_timeout=5" in str(c)),
+    (_too_long, core.MessageTooLarge, False, lambda c: c.limit == 1024),
+]
+
+
+@pytest.mark.parametrize(("drive", "kind", "permanent", "check"), CAUSES)
+def test_connect_failed_carries_the_typed_cause(
+    drive: Any, kind: type[core.McpError], permanent: bool, check: Any
+) -> None:
+    h = Harness(era="legacy", init_timeout=5.0, max_message_bytes=1024)
+    drive(h)
+    failed = h.error(h.waiter)  # type: ignore[attr-defined]
+    assert isinstance(failed, core.ConnectFailed) and failed.permanent is permanent
+    assert isinstance(failed.cause, kind), failed.cause
+    assert check(failed.cause), failed.cause
+    assert failed.http_error is None
+
+
+def test_an_http_connect_failure_carries_its_cause() -> None:
+    h = HttpHarness(era="legacy", fail_fast=True)
+    h.feed(core.Connect(now=h.now))
+    waiter = h.await_ready(fail_fast=True)
+    init = h.request("initialize")
+    h.feed(core.HttpFailed(now=h.now, stream=init.stream, reason="ConnectError: refused"))
+    failed = h.error(waiter)
+    assert isinstance(failed, core.ConnectFailed)
+    assert isinstance(failed.cause, core.InvalidResponse) and "ConnectError" in str(failed.cause)
+
+
+def test_an_http_error_cause_is_also_the_http_error() -> None:
+    error = core.HttpError(503)
+    assert core.ConnectFailed("x", cause=error).http_error is error
+    assert core.ConnectFailed("x", http_error=error).cause is error
+    assert core.ConnectFailed("x", cause=core.Busy("b")).http_error is None
+
+
+# --- JsonRpcError.message is the server's message ------------------------------------------------
+
+
+def test_a_json_rpc_error_keeps_the_servers_message() -> None:
+    h = Harness()
+    h.connect_legacy()
+    t = h.call("b")
+    h.answer_error(h.last_request("tools/call")["id"], -32602, "Unknown tool: b")
+    error = h.error(t)
+    assert isinstance(error, core.JsonRpcError)
+    assert (error.code, error.message) == (-32602, "Unknown tool: b")
+    assert str(error) == "the server answered with JSON-RPC error -32602: Unknown tool: b"
+    assert repr(error) == "JsonRpcError(-32602, 'Unknown tool: b')"
+    assert error == core.JsonRpcError(-32602, "Unknown tool: b")
+    url = core.UrlElicitationRequired("sign in first", ({"elicitationId": "e", "url": "u"},))
+    assert (url.code, url.message) == (-32042, "sign in first")
+    assert "1 URL elicitation" in str(url) and "sign in first" not in str(url)

@@ -145,7 +145,7 @@ def test_url_elicitation_required_is_a_typed_error_the_caller_can_act_on() -> No
     )
     err = h.error(t)
     assert isinstance(err, core.UrlElicitationRequired) and isinstance(err, core.JsonRpcError)
-    assert (err.code, err.rpc_message) == (-32042, "needs auth")
+    assert (err.code, err.message) == (-32042, "needs auth")
     assert err.elicitations == (
         {**URL_ASK},
         {"mode": "url", "elicitationId": "e-2", "url": "https://b.example/x", "message": ""},

@@ -484,7 +484,7 @@ def test_tool_error_is_a_result_and_rpc_error_is_an_error() -> None:
     assert h.result(t1).is_error
     err = h.error(t2)
     assert isinstance(err, core.JsonRpcError)
-    assert (err.code, err.rpc_message, err.data) == (-32602, "Unknown tool: b", {"x": 1})
+    assert (err.code, err.message, err.data) == (-32602, "Unknown tool: b", {"x": 1})
 
 
 @pytest.mark.parametrize(
