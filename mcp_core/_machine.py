@@ -49,8 +49,9 @@ Caller work. ``CallTool`` and ``ListTools`` are "work" identified by the caller'
 is admitted only while some connection is ready (otherwise the caller is answered at once:
 ``ConnectFailed`` after a failed connect, else ``NotReady``), then as ``_admission.py`` says.
 Every admitted piece of work carries a deadline from admission; on expiry the caller gets
-``RequestTimeout`` and a sent request is cancelled. Progress pushes a call's deadline out,
-never past ``max_call_timeout`` from admission. Every ticket is answered exactly once (or not
+``RequestTimeout`` and a sent request is cancelled. Progress only ever pushes a call's
+deadline out, never past ``max_call_timeout`` from admission (or the call's own ``timeout=``,
+when that is longer: it is honoured). Every ticket is answered exactly once (or not
 at all after ``CancelCall``), and ``Close`` is answered within ``3 * shutdown_grace +
 CLOSE_MARGIN`` seconds whatever the driver reports: that deadline is in ``next_deadline()``.
 """

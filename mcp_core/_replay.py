@@ -80,7 +80,8 @@ def _to_json(value: object) -> object:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return _encode_bytes(bytes(value))
     if isinstance(value, McpError):
-        return {"error": type(value).__name__, "message": value.message}
+        # str(): a JsonRpcError's message is the server's words; the sentence keeps its code.
+        return {"error": type(value).__name__, "message": str(value)}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, object] = {"class": type(value).__name__}
         for f in dataclasses.fields(value):
