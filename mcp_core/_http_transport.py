@@ -14,6 +14,8 @@ into messages for the session. This layer owns what HTTP decides:
   honouring the stream's ``retry``), the optional listening GET (opened before the session
   is reported ready, see ``_confirmed``), and the ``DELETE`` of the session on close (waited
   for at most ``shutdown_grace``);
+- a session the server forgot (404): every request in flight on it is answered at once and
+  a new session is opened (``_session_forgotten``);
 - which stream events still matter: an event for a stream this layer aborted or finished is
   dropped here (the one place late HTTP events are filtered); one for a stream never started
   is a driver bug (``UnexpectedEvent``).
@@ -216,9 +218,11 @@ class HttpTransport:
         )
         return True
 
-    def _renew(self, connection: Connection, link: _Link) -> None:
-        """The server forgot the session: forget it too, and every stream of it."""
+    def _renew(self, link: _Link) -> None:
+        """The server forgot the session: forget it too, every stream of it and the
+        resumptions due."""
         link.session_id = link.confirming = link.confirm_deadline = None
+        link.resumes.clear()
         self._abort_streams(link)
 
     def open_sse(self, connection: Connection) -> None:
@@ -584,20 +588,7 @@ class HttpTransport:
                 self._session.lose(connection, owner, error, request_id)
             return
         if status == 404 and stream.carried_session:
-            # "On 404 for a request that carried a session id, the client MUST start a new
-            # session with a fresh InitializeRequest" (2025-03-26+ transports).
-            del requests[request_id]
-            self._renew(connection, link)
-            self._session.send_initialize(connection)
-            self._session.lose(
-                connection,
-                owner,
-                SessionRejected(
-                    "the server no longer knows this session (HTTP 404); the client opened a "
-                    "new one: retry the call"
-                ),
-                request_id,
-            )
+            self._session_forgotten(connection, link, request_id)
             return
         payload = parse_json_body(body)
         if (
@@ -625,6 +616,40 @@ class HttpTransport:
             )
         else:
             self._session.lose(connection, owner, error, request_id)
+
+    def _session_forgotten(self, connection: Connection, link: _Link, request_id: int) -> None:
+        """The server answered ``request_id`` with 404: it no longer knows the session.
+
+        "On 404 for a request that carried a session id, the client MUST start a new session
+        with a fresh InitializeRequest" (2025-03-26+ transports §Session Management). Every
+        request still in flight on the old session is answered ``SessionRejected`` at once,
+        like the one the 404 answered (SPEC §7), and none is sent again on the new session:
+        the old session may or may not have run it (a ``tools/call`` is not idempotent), a
+        page's cursor belongs to the session that gave it, and one rule for every request in
+        flight lets a caller decide what to retry. Their streams are closed and nothing of
+        theirs (a ``notifications/cancelled``, a resumption, a renewal) reaches the new
+        session; the renewals (log level, subscriptions) go out again once it is ready, and
+        work queued meanwhile goes out on it (``_calls.py``)."""
+        requests = connection.requests
+        owner = requests.pop(request_id)
+        stranded = list(requests.items())  # in the order they were sent
+        requests.clear()
+        self._renew(link)
+        self._session.send_initialize(connection)
+        forgotten = "the server no longer knows this session (HTTP 404)"
+        self._session.lose(
+            connection,
+            owner,
+            SessionRejected(f"{forgotten}; the client opened a new one: retry the call"),
+            request_id,
+        )
+        for other_id, other in stranded:
+            rejected = SessionRejected(
+                f"{forgotten} while this request was in flight on it: the server may or may "
+                "not have run it; the client opened a new session: retry the call if that "
+                "is safe"
+            )
+            self._session.lose(connection, other, rejected, other_id)
 
     def _on_endpoint(self, connection: Connection, link: _Link, data: str) -> None:
         endpoint = urljoin(self._url, data.strip())

@@ -275,6 +275,14 @@ class HttpHarness(Harness):
             self.sse(self.request(http="GET"), end=False)
         self.take()
 
+    def gets(self) -> list[core.StartHttp]:
+        """The GET requests written since the last take()."""
+        return [r for r in self.requests() if r.method == "GET"]
+
+    def rpc_methods(self) -> list[str | None]:
+        """The JSON-RPC method of every POST written since the last take() (None: a response)."""
+        return [self.body(r).get("method") for r in self.requests() if r.method == "POST"]
+
     def connect_http_modern(self) -> None:
         self.feed(core.Connect(now=self.now))
         self.result_for(
