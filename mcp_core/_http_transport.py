@@ -12,7 +12,8 @@ into messages for the session. This layer owns what HTTP decides:
   (the modern era's errors);
 - resuming a dropped SSE answer with GET + ``Last-Event-ID`` (legacy, at most 3 times,
   honouring the stream's ``retry``), the optional listening GET (opened before the session
-  is reported ready, see ``_confirmed``), and the ``DELETE`` of the session on close (waited
+  is reported ready, see ``_confirmed``; reopened with backoff whenever it ends while the
+  session lives, see ``_listen_over``), and the ``DELETE`` of the session on close (waited
   for at most ``shutdown_grace``);
 - a session the server forgot (404): every request in flight on it is answered at once and
   a new session is opened (``_session_forgotten``);
@@ -55,6 +56,7 @@ from ._http import (
     parse_retry_after,
     request_headers,
 )
+from ._jitter import Jitter, backoff_delay
 from ._phases import Step
 from ._spec import Spec
 from ._sse import SseDecoder, SseFrame, SseTooLarge
@@ -74,7 +76,9 @@ LISTEN_HEAD_WAIT = 1.0
 class _Stream:
     """One HTTP request of a connection and what its answer has shown so far."""
 
-    kind: str  # "post" | "get" | "delete" | "sse" (the HTTP+SSE transport's one GET stream)
+    # "post" | "get" (a resumption) | "listen" (the standalone GET) | "delete" | "sse" (the
+    # HTTP+SSE transport's one GET stream)
+    kind: str
     request_id: int | None  # the JSON-RPC request this POST (or resuming GET) answers
     carried_session: bool
     status: int = 0
@@ -108,6 +112,12 @@ class _Link:
     confirming: int | None = None
     confirm_deadline: float | None = None  # ready anyway then, GET head or not
     stop_deadline: float | None = None  # stop waiting for the DELETE then
+    # The listening GET of this session, between two of its requests:
+    listen_at: float | None = None  # reopen it then
+    listen_attempts: int = 0  # reopened since one was last answered with an event stream
+    listen_event_id: str | None = None  # the last event id it gave: Last-Event-ID
+    listen_retry: float | None = None  # the reconnection time its `retry` field set, seconds
+    listen_over: str = ""  # how the last one ended, for the log line of its reopening
 
 
 class HttpTransport:
@@ -125,6 +135,7 @@ class HttpTransport:
         self._links = [_Link() for _ in connections]
         self._stream_connections: dict[int, Connection] = {}  # live stream -> its connection
         self._next_stream = 0
+        self._jitter = Jitter(spec.jitter_seed)  # the listening GET's backoff
         # ``Bearer <token>`` once the authorization layer has one; sent on every MCP request.
         self.authorization: str | None = None
 
@@ -195,6 +206,7 @@ class HttpTransport:
         self._abort_streams(link)
         link.session_id = link.confirming = link.confirm_deadline = None
         link.resumes.clear()
+        _stop_listening(link)
         return False
 
     def close(self, connection: Connection) -> bool:
@@ -204,6 +216,7 @@ class HttpTransport:
         link = self._links[connection.index]
         link.resumes.clear()
         link.confirming = link.confirm_deadline = None
+        _stop_listening(link)
         self._abort_streams(link)
         if link.session_id is None or connection.modern:
             return False
@@ -219,10 +232,11 @@ class HttpTransport:
         return True
 
     def _renew(self, link: _Link) -> None:
-        """The server forgot the session: forget it too, every stream of it and the
-        resumptions due."""
+        """The server forgot the session: forget it too, every stream of it, the resumptions
+        due and the listening GET's reopening (its event ids belong to the old session)."""
         link.session_id = link.confirming = link.confirm_deadline = None
         link.resumes.clear()
+        _stop_listening(link)
         self._abort_streams(link)
 
     def open_sse(self, connection: Connection) -> None:
@@ -270,7 +284,7 @@ class HttpTransport:
     def next_deadline(self, best: float | None) -> float | None:
         """The earlier of ``best`` and this layer's own deadlines."""
         for link in self._links:
-            for t in (link.stop_deadline, link.confirm_deadline):
+            for t in (link.stop_deadline, link.confirm_deadline, link.listen_at):
                 if t is not None and (best is None or t < best):
                     best = t
             for resume in link.resumes:
@@ -293,11 +307,16 @@ class HttpTransport:
             self._deleted(connection, link)
 
     def resume_due(self, connection: Connection, now: float) -> None:
+        """Resume the dropped answers, and reopen the listening GET, whose time has come."""
         link = self._links[connection.index]
         for resume in [r for r in link.resumes if r.at <= now]:
             link.resumes.remove(resume)
             if resume.request_id in connection.requests:
                 self._resume(connection, resume)
+        if link.listen_at is not None and link.listen_at <= now:
+            link.listen_at = None
+            self._session.log("DEBUG", f"reopening the listening GET: {link.listen_over}")
+            self._listen(connection)
 
     # --- requests ----------------------------------------------------------------------------
 
@@ -350,13 +369,15 @@ class HttpTransport:
 
     def _listen(self, connection: Connection) -> None:
         """2025-03-26+ transports §Listening: the optional GET stream for server messages
-        (405 means the server offers none)."""
-        self._start(
-            connection,
-            _Stream(kind="get", request_id=None, carried_session=True),
-            "GET",
-            self._headers(connection, "GET", None),
-        )
+        (405 means the server offers none). Reopened, it carries the last event id the
+        stream gave, so that the server "MAY" replay what was sent meanwhile (2025-11-25
+        transports §Resumability)."""
+        headers = self._headers(connection, "GET", None)
+        event_id = self._links[connection.index].listen_event_id
+        if event_id is not None:
+            headers = (*headers, ("Last-Event-ID", event_id))
+        stream = _Stream(kind="listen", request_id=None, carried_session=True)
+        self._start(connection, stream, "GET", headers)
 
     def _resume(self, connection: Connection, resume: _Resume) -> None:
         """2025-11-25 transports §Resumability: resumption is "always via GET +
@@ -427,6 +448,8 @@ class HttpTransport:
             link.session_id = find_header(event.headers, "mcp-session-id")
         if ok and content_type(event.headers) == "text/event-stream":
             stream.sse = SseDecoder(self._spec.max_message_bytes)
+            if stream.kind == "listen":
+                link.listen_attempts = 0  # a stream again: the next reopening starts over
         else:
             stream.body = bytearray()
 
@@ -495,6 +518,10 @@ class HttpTransport:
     ) -> None:
         request_id = stream.request_id
         self._abort(stream_id)
+        if stream.kind == "listen":
+            # Reopened after the oversized event: its id (read already) is the Last-Event-ID.
+            self._listen_over(connection, stream, f"an event of {size} bytes came on it")
+            return
         error = MessageTooLarge(size, self._spec.max_message_bytes)
         if request_id is not None and request_id in connection.requests:
             owner = connection.requests.pop(request_id)
@@ -503,6 +530,8 @@ class HttpTransport:
     def _on_end(self, connection: Connection, link: _Link, stream_id: int, stream: _Stream) -> None:
         if stream.kind == "delete":
             self._deleted(connection, link)
+        elif stream.kind == "listen":
+            self._listen_over(connection, stream, "it ended")
         elif stream.sse is not None:
             stream.sse.close()  # an event without its blank line is discarded (WHATWG)
             self._unanswered(connection, link, stream, "the SSE stream ended")
@@ -521,6 +550,8 @@ class HttpTransport:
             self._confirmed(connection, link, stream)  # whether it arrived cannot be known: go on
         if stream.kind == "delete":
             self._deleted(connection, link)
+        elif stream.kind == "listen":
+            self._listen_over(connection, stream, f"it failed: {event.reason}")
         else:
             self._unanswered(connection, link, stream, f"the HTTP request failed: {event.reason}")
 
@@ -651,6 +682,44 @@ class HttpTransport:
             )
             self._session.lose(connection, other, rejected, other_id)
 
+    def _listen_over(self, connection: Connection, stream: _Stream, what: str) -> None:
+        """The listening GET is over (ended, failed, refused, or aborted for an oversized
+        event): reopen it while the session lives, so that what the server sends on it is not
+        lost until the next session.
+
+        Not reopened when the answer says there is no stream to have: 405 ("the server does
+        not offer an SSE stream at this endpoint", 2025-11-25 transports §Listening), 404
+        (no such stream, or the session is gone: the next POST's 404 renews it, and renewing
+        from the GET could loop with a server that answers every GET 404), or a 2xx that is
+        no event stream. Otherwise reopened after a backoff from ``reconnect`` doubling to
+        ``max_backoff`` with jitter, which starts over once a GET is answered with an event
+        stream, and never before the stream's ``retry`` ("the client MUST honor the retry
+        field") nor a ``Retry-After``. Close, a failure and a renewal cancel it
+        (``_stop_listening``). A reopened GET is not awaited by readiness (``_confirmed``
+        awaits the first one only): the session stays ready meanwhile."""
+        link = self._links[connection.index]
+        sse = stream.sse
+        if sse is not None:
+            if sse.last_event_id is not None:  # WHATWG: an empty id resets it
+                link.listen_event_id = sse.last_event_id or None
+            if sse.retry is not None:
+                link.listen_retry = sse.retry / 1000
+        status = stream.status
+        if status in (404, 405) or (200 <= status < 300 and sse is None):
+            self._session.log(
+                "DEBUG", f"the server offers no listening stream (HTTP {status} to the GET)"
+            )
+            return
+        delay = backoff_delay(
+            link.listen_attempts, self._spec.reconnect, self._spec.max_backoff, self._jitter
+        )
+        link.listen_attempts += 1
+        retry_after = parse_retry_after(find_header(stream.headers, "retry-after"))
+        delay = max(delay, link.listen_retry or 0.0, retry_after or 0.0)
+        link.listen_at = self._session.now + delay
+        answer = f"HTTP {status}, " if status and not 200 <= status < 300 else ""
+        link.listen_over = f"{answer}{what} {delay:.3g} s ago"
+
     def _on_endpoint(self, connection: Connection, link: _Link, data: str) -> None:
         endpoint = urljoin(self._url, data.strip())
         if _origin(endpoint) != _origin(self._url):
@@ -663,6 +732,12 @@ class HttpTransport:
         elif link.sse_endpoint is None:
             link.sse_endpoint = endpoint
             self._session.send_initialize(connection)
+
+
+def _stop_listening(link: _Link) -> None:
+    """No reopening of the listening GET: the session is over, or a new one has none yet."""
+    link.listen_at = link.listen_event_id = link.listen_retry = None
+    link.listen_attempts = 0
 
 
 def _origin(url: str) -> tuple[str, str]:

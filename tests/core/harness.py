@@ -189,6 +189,8 @@ class HttpHarness(Harness):
     def __init__(self, **fields: Any) -> None:
         fields.setdefault("url", "https://mcp.example.com/mcp")
         super().__init__(**fields)
+        # The listening GET that connect_http_legacy left open (None: no session, or not yet).
+        self.listening: core.StartHttp | None = None
 
     def requests(self) -> list[core.StartHttp]:
         return [a for a in self.actions if isinstance(a, core.StartHttp)]
@@ -272,7 +274,8 @@ class HttpHarness(Harness):
         self.respond(self.request("notifications/initialized"), 202)
         if session:
             # Ready once the listening GET is answered: its head comes, the stream stays open.
-            self.sse(self.request(http="GET"), end=False)
+            self.listening = self.request(http="GET")
+            self.sse(self.listening, end=False)
         self.take()
 
     def gets(self) -> list[core.StartHttp]:

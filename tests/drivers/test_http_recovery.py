@@ -1,6 +1,7 @@
 """Legacy Streamable HTTP recovery on every driver (asyncio, trio, sync) against our fault
-server on 127.0.0.1: a session the server forgets while several calls are in flight. Every
-wait is for an event, with a deadline; nothing sleeps and nothing measures time."""
+server on 127.0.0.1: a session the server forgets while several calls are in flight, and a
+listening GET stream the server (or a proxy) closes. Every wait is for an event, with a
+deadline; nothing sleeps and nothing measures time."""
 
 from __future__ import annotations
 
@@ -94,3 +95,31 @@ async def test_a_forgotten_session_answers_every_call_in_flight_on_it_at_once(
             cancels = [r for r in server.requests if r.rpc_method == "notifications/cancelled"]
             assert cancels == []
             assert c.status().in_flight == 0
+
+
+@pytest.mark.parametrize("abrupt", [True, False], ids=["cut", "ended"])
+async def test_the_listening_get_is_reopened_and_resumed(driver: str, abrupt: bool) -> None:
+    with HttpFaultServer(get_stream=True) as server:
+        async with client(driver, server.url) as c:
+            session = server.sessions[-1]
+            await anyio.to_thread.run_sync(server.wait_for_get_streams, 1)
+            assert server.end_get_streams(abrupt=abrupt) == 1
+            # Sent while no GET carries the stream: only a GET that resumes it delivers this.
+            server.push({"jsonrpc": "2.0", "id": "while-closed", "method": "ping"})
+            reopened = await wait_for_request(
+                server, lambda r: r.method == "GET" and r.header("last-event-id") is not None
+            )
+            assert reopened.header("mcp-session-id") == session
+            pong = await wait_for_request(
+                server, lambda r: isinstance(r.json, dict) and r.json.get("id") == "while-closed"
+            )
+            assert pong.json["result"] == {}
+            # Live again: what is pushed now arrives on the reopened stream.
+            await anyio.to_thread.run_sync(server.wait_for_get_streams, 1)
+            assert server.push({"jsonrpc": "2.0", "id": "live", "method": "ping"}) == 1
+            await wait_for_request(
+                server, lambda r: isinstance(r.json, dict) and r.json.get("id") == "live"
+            )
+            assert c.status().state == "ready"
+            assert (await c.call_tool("echo", {"text": "still"})).text == "still"
+            assert server.sessions == [session]  # the same session all along

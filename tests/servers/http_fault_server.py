@@ -31,7 +31,9 @@ The server (legacy shape, 2025-11-25 transports):
                              must be a version this server knows (400 otherwise)
   GET                        405 (Allow: POST, DELETE); with Last-Event-ID of a known stream:
                              replays the events after it and ends; with get_stream=True: an SSE
-                             stream carrying what push() is given
+                             stream carrying what push() is given (a listening stream: a GET
+                             with one of its event ids resumes it, replaying what was pushed
+                             after that id, then goes on carrying pushes)
   DELETE                     ends the session, 200 (delete_status changes it); recorded
 era="modern" (2026-07-28 only, POST only) and era="dual" (both) add the modern shape: a request
 whose MCP-Protocol-Version header is not a handshake version is self-contained: checked like the
@@ -71,6 +73,11 @@ are tried in the order they were set; the first that matches is used up. Kinds a
                             (default ["2026-07-28"]), "requested": ...}}}
 Every request is recorded (RecordedRequest: method, path, headers, body, at, fault) before any
 fault applies, so a stalled request is recorded too.
+
+end_get_streams(abrupt=True) closes every open listening GET stream now, as a proxy's idle
+timeout does: abruptly (the connection is cut mid-body) or with a clean end of the body. What
+push() is given meanwhile is kept for a GET that resumes the stream with Last-Event-ID.
+wait_for_get_streams(n) waits until n listening GETs are open.
 """
 
 from __future__ import annotations
@@ -166,6 +173,19 @@ class Fault:
     http_method: str
     remaining: int | None
     options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Listening:
+    """A listening GET stream of `session`: every event it was given (for a GET that resumes
+    it), and the inbox of the GET that carries it now, if any."""
+
+    session: str
+    events: list[tuple[str, bytes]]
+    inbox: queue.Queue[bytes | str | None] | None = None
+
+
+_END = "end"  # in a listening GET's inbox: end the body cleanly
 
 
 @dataclass
@@ -278,7 +298,10 @@ class HttpFaultServer:
         self._live_sessions: set[str] = set()
         self._sessions: list[str] = []
         self._streams: dict[str, list[tuple[str, bytes]]] = {}  # stream -> [(event id, event)]
-        self._push_queues: list[queue.Queue[Message | None]] = []  # None: stop
+        # The open listening GETs' inboxes: an SSE event to send, END to end the body, None to
+        # cut the connection.
+        self._push_queues: list[queue.Queue[bytes | str | None]] = []
+        self._listening: dict[str, _Listening] = {}  # listening stream -> its events, its GET
         self._stream_ids = itertools.count(1)
         self._stopping = threading.Event()
         self._listener: socket.socket | None = None
@@ -372,12 +395,38 @@ class HttpFaultServer:
             self._requests.clear()
 
     def push(self, message: Message) -> int:
-        """Send `message` on every open GET stream (get_stream=True); returns how many."""
+        """Send `message` on every open GET stream (get_stream=True); returns how many. It is
+        also kept on every listening stream of a live session, open or not, for a GET that
+        resumes that stream."""
+        data = json.dumps(message, separators=(",", ":"))
+        sent = 0
         with self._cond:
-            queues = list(self._push_queues)
-        for q in queues:
-            q.put(message)
-        return len(queues)
+            for stream, listening in self._listening.items():
+                if listening.session not in self._live_sessions:
+                    continue
+                event_id = f"{stream}-{len(listening.events)}"
+                event = sse_event(data, event_id=event_id, event="message")
+                listening.events.append((event_id, event))
+                if listening.inbox is not None:
+                    listening.inbox.put(event)
+                    sent += 1
+        return sent
+
+    def end_get_streams(self, *, abrupt: bool = True) -> int:
+        """Close every open listening GET stream now (see the module docstring); how many."""
+        with self._cond:
+            inboxes = [s.inbox for s in self._listening.values() if s.inbox is not None]
+            for listening in self._listening.values():
+                listening.inbox = None  # from now on push() only keeps its messages
+        for inbox in inboxes:
+            inbox.put(None if abrupt else _END)
+        return len(inboxes)
+
+    def wait_for_get_streams(self, count: int, timeout: float = 10.0) -> None:
+        """Wait until `count` listening GETs are open; AssertionError after `timeout` s."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self._push_queues) >= count, timeout):
+                raise AssertionError(f"{len(self._push_queues)} GET streams open, not {count}")
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -805,10 +854,15 @@ class HttpFaultServer:
         if self._session_error(exchange, request):
             return
         last_id = request.header("last-event-id")
-        if last_id is not None:
+        session = request.header("mcp-session-id") or ""
+        with self._cond:
+            listening = self._listening.get((last_id or "").rsplit("-", 1)[0])
+        if last_id is not None and listening is not None and listening.session == session:
+            self._listen(exchange, session, last_id)
+        elif last_id is not None:
             self._replay(exchange, last_id)
         elif self.get_stream:
-            self._listen(exchange)
+            self._listen(exchange, session)
         else:
             exchange.full(405, [("allow", "POST, DELETE")])
 
@@ -825,28 +879,48 @@ class HttpFaultServer:
             exchange.data(event)
         exchange.end()
 
-    def _listen(self, exchange: _Exchange) -> None:
-        inbox: queue.Queue[Message | None] = queue.Queue()
-        stream = str(next(self._stream_ids))
+    def _listen(self, exchange: _Exchange, session: str, last_id: str | None = None) -> None:
+        """A listening stream: a new one (its priming event first), or, with `last_id` (one
+        of its event ids), the one it names, resumed after that event."""
+        inbox: queue.Queue[bytes | str | None] = queue.Queue()
         with self._cond:
+            if last_id is None:
+                stream = str(next(self._stream_ids))
+                priming = sse_event("", event_id=f"{stream}-0", retry=self.retry_ms)
+                listening = _Listening(session, [(f"{stream}-0", priming)])
+                self._listening[stream] = listening
+                backlog = [priming]
+            else:
+                listening = self._listening[last_id.rsplit("-", 1)[0]]
+                ids = [event_id for event_id, _ in listening.events]
+                after = ids.index(last_id) + 1 if last_id in ids else len(ids)
+                backlog = [event for _, event in listening.events[after:]]
+            listening.inbox = inbox  # what push() is given from now on comes here, in order
             self._push_queues.append(inbox)
+            self._cond.notify_all()
         try:
             exchange.head(200, [("content-type", "text/event-stream")])
-            exchange.data(sse_event("", event_id=f"{stream}-0", retry=self.retry_ms))
+            for event in backlog:
+                exchange.data(event)
             deadline = time.monotonic() + STALL_LIMIT
-            for number in itertools.count(1):
+            while True:
                 # A lost client shows as a failed send; stop() sends None.
                 try:
-                    message = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+                    item = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
-                    message = None
-                if message is None or self._stopping.is_set():
+                    item = None
+                if item is None or self._stopping.is_set():
                     raise _Drop
-                data = json.dumps(message, separators=(",", ":"))
-                exchange.data(sse_event(data, event_id=f"{stream}-{number}", event="message"))
+                if item == _END:
+                    exchange.end()
+                    return
+                assert isinstance(item, bytes)
+                exchange.data(item)
         finally:
             with self._cond:
                 self._push_queues.remove(inbox)
+                if listening.inbox is inbox:
+                    listening.inbox = None
 
     def _delete(self, exchange: _Exchange, request: RecordedRequest) -> None:
         if self.era == "modern" or _is_modern(request):
