@@ -96,12 +96,18 @@ def content_type(headers: Iterable[tuple[str, str]]) -> str:
     return value.split(";", 1)[0].strip().lower()
 
 
+# A Retry-After beyond this is read as this: a day is long enough to mean "not now".
+MAX_RETRY_AFTER = 86400.0
+_DELAY_SECONDS = re.compile(r"[0-9]{1,12}")  # RFC 9110 delay-seconds = 1*DIGIT (ASCII)
+
+
 def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header given in seconds; ``None`` for anything else
-    (an HTTP date would need a clock, which the core does not read)."""
-    if value is None or not value.strip().isdigit():
+    """Seconds from a ``Retry-After`` header given in seconds (at most ``MAX_RETRY_AFTER``);
+    ``None`` for anything else: an HTTP date (it would need a clock, which the core does not
+    read), digits that are not ASCII (``str.isdigit`` takes "²"), or no number at all."""
+    if value is None or not _DELAY_SECONDS.fullmatch(value.strip()):
         return None
-    return float(value.strip())
+    return min(float(value.strip()), MAX_RETRY_AFTER)
 
 
 def http_error(status: int, headers: Iterable[tuple[str, str]]) -> HttpError:
