@@ -12,11 +12,17 @@ the same:
   ``ValueError``; so an output containing ``null`` is written again by the stdlib, which raises
   for them (a ``null`` that is a real None costs one more encode, nothing else). Differences
   left: orjson writes a ``uuid.UUID`` or an ``enum.Enum`` member (which the stdlib refuses) as
-  its string or value.
+  its string or value, and a negative exponent without the stdlib's padding (``1e-8`` where
+  the stdlib writes ``1e-08``: the same number).
 - ``loads``: anything orjson refuses (a ``NaN`` literal, a lone surrogate escape, a byte-order
   mark, nesting deeper than 1024) is parsed again by the stdlib, so the same inputs are accepted
   and refused as before. One difference is left: an integer beyond 64 bits (beyond any
-  JavaScript server's precision anyway) is read as a float.
+  JavaScript server's precision anyway) is read as a float. And one limit is added: a value
+  nested deeper than ``MAX_NESTING`` is refused (RFC 8259 §9: "An implementation may set
+  limits on the maximum depth of nesting"). orjson takes 1024 levels, but the machine prints,
+  logs and checks what servers send with ``str``, ``json.dumps`` and schema validators, which
+  recurse once per level and raised ``RecursionError`` out of ``handle()`` at about 1000 levels
+  less the caller's stack (tests/core/test_fuzz_jsonrpc.py); at 512 they have room to spare.
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ from typing import Any
 
 import orjson
 
-__all__ = ["dumps_line", "loads"]
+__all__ = ["MAX_NESTING", "dumps_line", "loads"]
+
+MAX_NESTING = 512
 
 _OPTIONS = (
     orjson.OPT_PASSTHROUGH_DATACLASS
@@ -59,10 +67,37 @@ def _stdlib_line(value: object) -> bytes:
         return _ENCODE_ASCII(value).encode("ascii") + b"\n"
 
 
-def loads(data: bytes | bytearray | memoryview) -> Any:
+def loads(data: bytes | bytearray) -> Any:
     """Parse one JSON text. ``ValueError`` (``UnicodeDecodeError`` or ``JSONDecodeError``) when
-    it is not UTF-8 JSON, ``RecursionError`` for absurd nesting."""
+    it is not UTF-8 JSON or is nested deeper than ``MAX_NESTING``, ``RecursionError`` for
+    nesting the stdlib's parser cannot even read."""
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return _DECODE(bytes(data).decode("utf-8"))
+        value = _DECODE(bytes(data).decode("utf-8"))
+    # Deeper than MAX_NESTING takes more than MAX_NESTING "[" or "{" (a count that includes
+    # those in strings: an upper bound) and as many closing ones, so a short text is never
+    # walked, and a long one only when it has that many brackets.
+    if (
+        len(data) > 2 * MAX_NESTING
+        and data.count(b"[") + data.count(b"{") > MAX_NESTING
+        and _deeper(value, MAX_NESTING)
+    ):
+        raise ValueError(f"JSON nested deeper than {MAX_NESTING} levels")
+    return value
+
+
+def _deeper(value: object, limit: int) -> bool:
+    """Whether arrays and objects in ``value`` nest more than ``limit`` deep: one level at a
+    time, without recursion."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    for _ in range(limit):
+        level = [
+            inner
+            for item in level
+            for inner in (item.values() if type(item) is dict else item)
+            if type(inner) is dict or type(inner) is list
+        ]
+        if not level:
+            return False
+    return True

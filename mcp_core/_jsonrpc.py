@@ -106,7 +106,7 @@ def classify(message: object) -> Incoming:
             params = {}
         if "id" in message:
             if not _is_id(message["id"]):
-                return InvalidMessage(f"request {method!r} with an invalid id")
+                return InvalidMessage(f"request {method[:64]!r} with an invalid id")
             return Request(message["id"], method, params)
         return Notification(method, params)
     if "id" not in message or not (_is_id(message["id"]) or message["id"] is None):
@@ -115,7 +115,11 @@ def classify(message: object) -> Incoming:
     if isinstance(error, dict):
         if message["id"] is None:
             # 2025-11-25: an error whose request id could not be read; nothing to correlate.
-            return InvalidMessage(f"an error for no request: {str(error.get('message'))[:200]}")
+            # Only a string message is shown: str() of an array nested deep enough raises
+            # RecursionError (tests/core/test_fuzz_jsonrpc.py).
+            text = error.get("message")
+            shown = text[:200] if isinstance(text, str) else "(no message)"
+            return InvalidMessage(f"an error for no request: {shown}")
         return Response(message["id"], None, error)
     if isinstance(result, dict) and message["id"] is not None:
         return Response(message["id"], result, None)
