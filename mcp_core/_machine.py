@@ -689,6 +689,9 @@ class SessionMachine:
             self.gone(connection)
 
     def send_initialize(self, connection: Connection) -> None:
+        # A new session (HTTP+SSE endpoint, or one replacing a session the server forgot)
+        # owes no answer to what an earlier session asked: the stdio restart does the same.
+        self._asks.forget(connection)
         self._opening.send_initialize(connection)
 
     def confirmed(self, connection: Connection) -> None:

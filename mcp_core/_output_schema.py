@@ -86,6 +86,13 @@ class OutputSchemas:
                 "its results are not checked",
             )
             return None
+        except RecursionError:  # the checker recurses per level: a schema nested too deep
+            self._log(
+                "WARNING",
+                f"tool {tool.name!r} has an output schema nested too deep to check; "
+                "its results are not checked",
+            )
+            return None
         validator = cls(schema, registry=referencing.Registry())  # never fetches anything
 
         def check(value: object) -> tuple[str, str] | None:

@@ -33,8 +33,8 @@ What is checked after every event (the theory of operation in ``_machine.py``):
   (none of which may reach the new session), and the same Close checks once more.
 
 A failing run prints the rules it ran and every event fed (``note``): those events alone
-reproduce it. Bugs this test found in modules its author may not change are pinned at the
-end as strict xfails. ``make test`` runs 200 derandomized examples; to hunt longer:
+reproduce it. Bugs this test found are table tests at the end. ``make test`` runs 200
+derandomized examples; to hunt longer:
 ``MCP_FUZZ_EXAMPLES=5000 .venv/bin/pytest tests/core/test_machine_stateful_http.py``.
 """
 
@@ -220,7 +220,6 @@ class HttpMachineStateful(RuleBasedStateMachine):
         self.sent_now: set[int] = set()
         self.accepted: dict[int, int] = {}  # HTTP+SSE: request id -> the GET its answer goes on
         self.asked: dict[int | str, str | None] = {}  # server request id -> session it was in
-        self.forgotten: set[str] = set()  # sessions we answered 404 for
         self.handles: list[int] = []
         self.server_ids = 0
         self.sessions = 0
@@ -414,8 +413,6 @@ class HttpMachineStateful(RuleBasedStateMachine):
         ("end", "fail" or "open": left for later rules)."""
         headers: list[tuple[str, str]] = list(extra)
         body = b""
-        if status == 404 and stream.session is not None and stream.role == "request":
-            self.forgotten.add(stream.session)  # the machine opens a new session in place
         if status == 200 and stream.role in ("request", "resume") and stream.rid is not None:
             assert stream.rpc_method is not None
             answer = answer_for(stream.rid, stream.rpc_method, variant)
@@ -677,10 +674,7 @@ class HttpMachineStateful(RuleBasedStateMachine):
             rid = message.get("id")
             assert rid in self.asked, f"answer to a request the server did not make: {message}"
             asked_in = self.asked[rid]
-            # KNOWN BUG, pinned as a strict xfail at the end of this file: an answer to a
-            # request of a session the server forgot (404) goes out on its replacement.
-            # Only that case is let through here; any other session mix-up fails.
-            assert asked_in is None or asked_in == session or asked_in in self.forgotten, (
+            assert asked_in is None or asked_in == session, (
                 f"answer to {rid!r} (asked in {asked_in}) sent in session {session}"
             )
             assert ("result" in message) != ("error" in message), message
@@ -1063,13 +1057,6 @@ def test_retry_after_at_the_handshake(status: int, retry_after: str, at_least: f
     assert retry_in is not None and at_least <= retry_in <= max(at_least, 1.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG _http_transport/_machine: a session the server forgot (404) is replaced in "
-    "place without forgetting the server requests it asked, so the application's answer to "
-    "one goes out on the new session, which never asked (stdio forgets them on a restart)",
-)
 def test_answer_to_a_server_request_of_a_forgotten_session_is_dropped() -> None:
     h = HttpHarness(era="legacy")
     h.machine = core.SessionMachine(h.spec, handlers={"roots"})
