@@ -559,7 +559,10 @@ class HttpTransport:
         """A response is over; if its request is still unanswered, resume or fail it."""
         if stream.kind == "sse":
             # The HTTP+SSE stream carries every answer: losing it loses the connection.
-            self._session.fail(connection, ConnectFailed(f"the HTTP+SSE stream is gone: {what}"))
+            gone = InvalidResponse("the HTTP+SSE stream", what)
+            self._session.fail(
+                connection, ConnectFailed(f"the HTTP+SSE stream is gone: {what}", cause=gone)
+            )
             return
         request_id = stream.request_id
         if request_id is None or request_id not in connection.requests:
@@ -633,7 +636,9 @@ class HttpTransport:
         del requests[request_id]
         if handshake and (status == 429 or status >= 500):
             connection.retry_after = parse_retry_after(find_header(stream.headers, "retry-after"))
-            self._session.fail(connection, ConnectFailed(f"the server answered HTTP {status}"))
+            self._session.fail(
+                connection, ConnectFailed(f"the server answered HTTP {status}", http_error=error)
+            )
         elif owner == INITIALIZE and status in (400, 404, 405) and not link.sse:
             # 2025-03-26+ transports §Backwards Compatibility: a 4xx to the initialize POST
             # (2025-11-25: 400, 404 or 405) means an HTTP+SSE server: GET the URL.
@@ -724,9 +729,9 @@ class HttpTransport:
         endpoint = urljoin(self._url, data.strip())
         if _origin(endpoint) != _origin(self._url):
             # The spec's headers (credentials) go to the configured origin only.
+            what = "the HTTP+SSE server named an endpoint on another origin; refused"
             refused = ConnectFailed(
-                "the HTTP+SSE server named an endpoint on another origin; refused",
-                permanent=True,
+                what, permanent=True, cause=InvalidResponse("the endpoint event", what)
             )
             self._session.fail(connection, refused, permanent=True)
         elif link.sse_endpoint is None:

@@ -214,6 +214,18 @@ def test_an_http_connect_failure_carries_its_cause() -> None:
     assert isinstance(failed.cause, core.InvalidResponse) and "ConnectError" in str(failed.cause)
 
 
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_busy_server_at_the_handshake_is_the_cause(status: int) -> None:
+    h = HttpHarness(era="legacy", fail_fast=True)
+    h.feed(core.Connect(now=h.now))
+    waiter = h.await_ready(fail_fast=True)
+    h.respond(h.request("initialize"), status, headers=(("Retry-After", "7"),))
+    failed = h.error(waiter)
+    assert isinstance(failed, core.ConnectFailed) and not failed.permanent
+    assert isinstance(failed.cause, core.HttpError) and failed.cause.status == status
+    assert failed.http_error is failed.cause
+
+
 def test_an_http_error_cause_is_also_the_http_error() -> None:
     error = core.HttpError(503)
     assert core.ConnectFailed("x", cause=error).http_error is error

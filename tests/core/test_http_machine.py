@@ -464,7 +464,8 @@ def test_http_sse_fallback_after_initialize_is_refused() -> None:
     # the stream ends: the connection is lost, and the next attempt goes straight to GET
     t2 = h.call("echo")
     h.feed(core.HttpResponseEnded(now=0.0, stream=get.stream))
-    assert isinstance(h.error(t2), core.ConnectFailed)
+    lost = h.error(t2)
+    assert isinstance(lost, core.ConnectFailed) and isinstance(lost.cause, core.InvalidResponse)
     h.take()
     h.fire_due()
     again = h.request(http="GET")
@@ -472,6 +473,9 @@ def test_http_sse_fallback_after_initialize_is_refused() -> None:
     h.sse(again, b"event: endpoint\ndata: https://evil.example.net/steal\n\n", end=False)
     err = h.machine.status(h.now).last_error or ""
     assert "another origin" in err and h.machine.next_deadline() is None
+    refused = h.error(h.await_ready())
+    assert isinstance(refused, core.ConnectFailed) and refused.permanent
+    assert isinstance(refused.cause, core.InvalidResponse)
 
 
 @pytest.mark.parametrize(("status", "permanent"), [(401, True), (500, False)])
