@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 import h11
 from anyio.abc import ByteStream, SocketAttribute, TaskGroup
-from anyio.streams.tls import TLSStream
 
 from _mcp_io.http import (
     READ_SIZE,
@@ -780,6 +779,10 @@ async def _tunnel_stream(
             message = f"the connection to {proxy.named} failed: {_anyio_message(exc)}"
             raise ProxyError(message) from exc
         if tls is not None:
+            # Imported here: it imports ssl, which a Python built without OpenSSL lacks, and
+            # then only https is unavailable (NoHttpClient), not the whole driver.
+            from anyio.streams.tls import TLSStream
+
             try:
                 # Not standard-compatible, as a direct connection (see _open_stream).
                 stream = await TLSStream.wrap(

@@ -47,3 +47,13 @@ def test_a_group_leaves_that_server_out_and_says_why(group: Any, no_ssl: None) -
 @pytest.mark.parametrize("client", CLIENTS, ids=lambda c: c.__module__.split(".")[0])
 def test_with_ssl_an_https_spec_is_accepted(client: Any) -> None:
     client(name="remote", **HTTPS)
+
+
+@pytest.mark.parametrize("module", ["mcp_asyncio", "mcp_sync"])
+def test_either_driver_imports_without_ssl(module: str) -> None:
+    """Only https needs ssl: the driver itself (stdio, http://) imports without it."""
+    import subprocess
+
+    code = f"import sys; sys.modules['ssl'] = sys.modules['_ssl'] = None; import {module}"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
