@@ -30,6 +30,16 @@ recorded. Any other request gets -32601. Tools (arguments in braces):
                               client's response JSON (a client without a handler: -32601)
   stderr_spam {kib}        -> writes `kib` KiB to stderr, then answers "ok"
 
+Unlisted tools (callable, not in tools/list, so the pages above stay as they are), for the
+fault matrix (tests/drivers/test_fault_matrix.py):
+  garbage {lines}          -> writes `lines` (default 3) lines that are not JSON to stdout (one of
+                              them not even UTF-8), then answers "ok"
+  deep_nesting {depth}     -> answers with a result nested `depth` (default 100000) arrays deep:
+                              no JSON parser with a recursion limit reads it
+  invalid_utf8             -> answers with a text whose bytes are not UTF-8 (b"caf\xff\xfe")
+  exit_later {delay, code, stderr}
+                           -> like `exit`, `delay` seconds (default 0.2) after the call arrived
+
 Each tools/call runs on its own thread, so `hang` or `slow_progress` never blocks `echo`.
 On stdin EOF the server exits with status 0 (unless --ignore-stdin-eof).
 """
@@ -261,6 +271,8 @@ class FaultServer:
                 sys.stderr.write(chunk)
             sys.stderr.flush()
             self.text_result(request_id, "ok")
+        elif name in MATRIX_TOOLS:
+            MATRIX_TOOLS[name](self, request_id, args)
         else:
             self.error(request_id, -32602, f"Unknown tool: {name}")
 
@@ -286,6 +298,49 @@ class FaultServer:
                     }
                 )
         self.text_result(request_id, "done")
+
+
+# --- unlisted tools for the fault matrix (see the module docstring) ---
+
+
+def _response_line(request_id: Any, result: bytes) -> bytes:
+    """One response line whose result is the raw bytes ``result`` (not checked: a fault)."""
+    head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode() + b',"result":'
+    return head + result + b"}\n"
+
+
+def _garbage(server: FaultServer, request_id: Any, args: dict[str, Any]) -> None:
+    samples = [b"%%% this is not JSON {{{", b"\x00\x01\xff\xfe binary", b'{"jsonrpc": "2.0", "id"']
+    for number in range(int(args.get("lines", 3))):
+        server.write_raw(samples[number % len(samples)] + b"\n")
+    server.text_result(request_id, "ok")
+
+
+def _deep_nesting(server: FaultServer, request_id: Any, args: dict[str, Any]) -> None:
+    depth = int(args.get("depth", 100_000))
+    nested = b"[" * depth + b"]" * depth
+    result = b'{"content":[{"type":"text","text":"deep"}],"nested":' + nested + b"}"
+    server.write_raw(_response_line(request_id, result))
+
+
+def _invalid_utf8(server: FaultServer, request_id: Any, args: dict[str, Any]) -> None:
+    result = b'{"content":[{"type":"text","text":"caf\xff\xfe"}]}'
+    server.write_raw(_response_line(request_id, result))
+
+
+def _exit_later(server: FaultServer, request_id: Any, args: dict[str, Any]) -> None:
+    time.sleep(float(args.get("delay", 0.2)))
+    sys.stderr.write(str(args.get("stderr", "")))
+    sys.stderr.flush()
+    os._exit(int(args.get("code", 1)))
+
+
+MATRIX_TOOLS = {
+    "garbage": _garbage,
+    "deep_nesting": _deep_nesting,
+    "invalid_utf8": _invalid_utf8,
+    "exit_later": _exit_later,
+}
 
 
 def main() -> None:

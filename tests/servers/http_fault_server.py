@@ -78,6 +78,31 @@ end_get_streams(abrupt=True) closes every open listening GET stream now, as a pr
 timeout does: abruptly (the connection is cut mid-body) or with a clean end of the body. What
 push() is given meanwhile is kept for a GET that resumes the stream with Last-Event-ID.
 wait_for_get_streams(n) waits until n listening GETs are open.
+
+More kinds, for the fault matrix (tests/drivers/test_fault_matrix.py); a body-carrying one is a
+200 application/json answer, or one SSE `message` event with sse=True:
+  garbage                   a body that is not JSON at all
+  deep_nesting              the request's answer with a result nested `depth` (default 100000)
+                            arrays deep
+  invalid_utf8              the request's answer with a text that is not UTF-8
+  rpc_error                 the request's answer is JSON-RPC error `code` (default -32603)
+                            `message` (default "boom"), HTTP 200
+  drop_sse_unresumable      200 text/event-stream, one event without an id (so nothing to resume
+                            from), then the connection is closed mid-stream
+  reset                     the connection is reset (RST, SO_LINGER 0) without an answer
+  slow_loris                the answer trickles one byte every `interval` s (default 0.1) and
+                            never ends: where="head" (default) an endless header, where="body"
+                            a complete 200 text/event-stream head, then endless SSE comments
+  delay                     the normal answer, `seconds` (default 0.3) late
+  no_answer, drop_stream    HTTP+SSE (HttpSseFaultServer): the POST is accepted (202) and its
+                            answer never comes, or the GET stream that carries it is closed
+                            instead; on Streamable HTTP: 202 without a body, and a closed
+                            connection
+HttpSseFaultServer (below) speaks the 2024-11-05 HTTP+SSE transport on the same path with the
+same faults: GET opens the stream (`endpoint` event: PATH?session=ID), POSTs there are answered
+202 and their answers come on the stream; a POST without a session (a Streamable HTTP client's
+first try) gets 405 and takes no fault, so a client falls back to HTTP+SSE. The body-carrying
+kinds above, `huge`, no_answer and drop_stream then apply to the stream, not to the POST.
 """
 
 from __future__ import annotations
@@ -92,9 +117,11 @@ import re
 import selectors
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -131,6 +158,20 @@ FAULT_KINDS = {
     "disconnect",
     "unsupported_version",
 }
+# The fault matrix's kinds (see the module docstring), kept apart from the ones above.
+MATRIX_FAULT_KINDS = {
+    "garbage",
+    "deep_nesting",
+    "invalid_utf8",
+    "rpc_error",
+    "drop_sse_unresumable",
+    "reset",
+    "slow_loris",
+    "no_answer",
+    "drop_stream",
+    "delay",
+}
+FAULT_KINDS |= MATRIX_FAULT_KINDS
 _B64_SENTINEL = re.compile(r"=\?base64\?(?P<payload>[A-Za-z0-9+/]*={0,2})\?=")
 
 Message = dict[str, Any]
@@ -603,6 +644,9 @@ class HttpFaultServer:
         message = request.json
         request_id = message.get("id") if isinstance(message, dict) else None
         kind = fault.kind
+        if kind in MATRIX_FAULT_KINDS:
+            self._matrix_fault(exchange, request, fault)
+            return
         if kind == "status" or kind in STATUS_KINDS:
             self._status_fault(exchange, STATUS_KINDS.get(kind) or int(options["status"]), options)
         elif kind == "drop_sse":
@@ -692,6 +736,54 @@ class HttpFaultServer:
 
     def _stall(self) -> None:
         self._stopping.wait(STALL_LIMIT)
+
+    # --- faults of the fault matrix ---
+
+    def _matrix_fault(self, exchange: _Exchange, request: RecordedRequest, fault: Fault) -> None:
+        kind, options = fault.kind, fault.options
+        message = request.json
+        request_id = message.get("id") if isinstance(message, dict) else None
+        if kind in ("garbage", "deep_nesting", "invalid_utf8", "rpc_error"):
+            payload = _matrix_payload(kind, request_id, options)
+            if options.get("sse", False):
+                event = b"event: message\ndata: " + payload + b"\n\n"
+                exchange.full(200, [("content-type", "text/event-stream")], event)
+            else:
+                exchange.full(200, [("content-type", "application/json")], payload)
+        elif kind == "drop_sse_unresumable":
+            exchange.head(200, [("content-type", "text/event-stream")])
+            exchange.data(b": no id, so nothing to resume from\n\nevent: ping\ndata: \n\n")
+            raise _Drop
+        elif kind in ("reset", "drop_stream"):
+            if kind == "reset":
+                linger = struct.pack("ii", 1, 0)  # close() then sends RST, not FIN
+                exchange.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+                exchange.sock.close()
+            raise _Drop
+        elif kind == "slow_loris":
+            self._slow_loris(exchange, options)
+        elif kind == "no_answer":
+            exchange.full(202, [])
+        elif kind == "delay":
+            if self._stopping.wait(float(options.get("seconds", 0.3))):
+                raise _Drop
+            self._post(exchange, request)
+
+    def _slow_loris(self, exchange: _Exchange, options: dict[str, Any]) -> None:
+        """One byte every ``interval`` seconds, never the end; until stop() or the client
+        leaves (a failed send)."""
+        interval = float(options.get("interval", 0.1))
+        if options.get("where", "head") == "body":
+            start = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n"
+            endless = b": still here\n"
+        else:
+            start, endless = b"HTTP/1.1 200 OK\r\nx-loris: ", b"a"
+        deadline = time.monotonic() + STALL_LIMIT
+        for byte in itertools.chain(start, itertools.cycle(endless)):
+            if self._stopping.wait(interval) or time.monotonic() > deadline:
+                break
+            exchange.sock.sendall(bytes([byte]))
+        raise _Drop
 
     # --- POST ---
 
@@ -956,6 +1048,151 @@ class HttpFaultServer:
                 exchange.full(404, [])
         except (ValueError, KeyError, TypeError) as error:
             exchange.full(400, [("content-type", "text/plain")], f"{error}\n".encode())
+
+
+def _matrix_payload(kind: str, request_id: Any, options: dict[str, Any]) -> bytes:
+    """The body (one line, no newline) of a body-carrying fault-matrix kind."""
+    if kind == "garbage":
+        return b"%%% this is not JSON {{{"
+    head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode()
+    if kind == "rpc_error":
+        error = {
+            "code": int(options.get("code", -32603)),
+            "message": options.get("message", "boom"),
+        }
+        return head + b',"error":' + json.dumps(error).encode() + b"}"
+    if kind == "deep_nesting":
+        depth = int(options.get("depth", 100_000))
+        nested = b"[" * depth + b"]" * depth
+        result = b'{"content":[{"type":"text","text":"deep"}],"nested":' + nested + b"}"
+    else:  # invalid_utf8
+        result = b'{"content":[{"type":"text","text":"caf\xff\xfe"}],"isError":false}'
+    return head + b',"result":' + result + b"}"
+
+
+class HttpSseFaultServer(HttpFaultServer):
+    """The 2024-11-05 HTTP+SSE transport with the same faults (see the module docstring).
+
+    GET PATH opens a stream whose first event is `endpoint` (PATH?session=ID); a POST there is
+    answered 202 and its answer is sent on that stream. One stream per session; the session
+    ends with its stream. `sessions` lists them as for Streamable HTTP."""
+
+    STREAM_KINDS = frozenset(
+        {"garbage", "deep_nesting", "invalid_utf8", "rpc_error", "huge", "no_answer", "drop_stream"}
+    )
+
+    def __init__(self, *, path: str = "/mcp", retry_ms: int | None = None) -> None:
+        super().__init__(path=path, retry_ms=retry_ms)
+        self._sse_streams: dict[str, queue.Queue[bytes | None]] = {}  # None: drop the stream
+
+    def _take_fault(self, request: RecordedRequest) -> Fault | None:
+        # The POST to the bare path (a client trying Streamable HTTP first) is always 405:
+        # faults are for the transport's own requests.
+        if request.method == "POST" and _session_param(request.path) is None:
+            return None
+        return super()._take_fault(request)
+
+    def _stream_of(self, request: RecordedRequest) -> queue.Queue[bytes | None] | None:
+        session = _session_param(request.path)
+        with self._cond:
+            return self._sse_streams.get(session) if session is not None else None
+
+    def _get(self, exchange: _Exchange, request: RecordedRequest) -> None:
+        session = uuid.uuid4().hex
+        outbox: queue.Queue[bytes | None] = queue.Queue()
+        with self._cond:
+            self._sse_streams[session] = outbox
+            self._live_sessions.add(session)
+            self._sessions.append(session)
+        try:
+            exchange.head(
+                200, [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
+            )
+            exchange.data(sse_event(f"{self.path}?session={session}", event="endpoint"))
+            deadline = time.monotonic() + STALL_LIMIT
+            while not self._stopping.is_set() and time.monotonic() < deadline:
+                try:
+                    event = outbox.get(timeout=0.05)  # short: stop() is noticed at once
+                except queue.Empty:
+                    continue
+                if event is None:
+                    break
+                exchange.data(event)
+            raise _Drop
+        finally:
+            with self._cond:
+                self._sse_streams.pop(session, None)
+                self._live_sessions.discard(session)
+
+    def _post(self, exchange: _Exchange, request: RecordedRequest) -> None:
+        if _session_param(request.path) is None:
+            exchange.full(405, [("allow", "GET")])  # no Streamable HTTP here: use the stream
+            return
+        outbox = self._stream_of(request)
+        message = request.json
+        if outbox is None:
+            exchange.json(404, _rpc_error(None, -32001, "Session not found"))
+            return
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            exchange.json(400, _rpc_error(None, -32600, "Body must be one JSON-RPC message"))
+            return
+        exchange.full(202, [("content-type", "text/plain")], b"Accepted")
+        answer = self._sse_answer(message)
+        if answer is not None:
+            data = json.dumps(answer, separators=(",", ":"))
+            outbox.put(sse_event(data, event="message"))
+
+    def _sse_answer(self, message: Message) -> Message | None:
+        request_id = message.get("id")
+        method = message.get("method")
+        params = message.get("params") or {}
+        if method is None or request_id is None:
+            return None  # a notification, or the client's answer to a server request
+        if method == "initialize":
+            offered = params.get("protocolVersion")
+            result: Message | int = {
+                "protocolVersion": offered if offered in HANDSHAKE_VERSIONS else "2024-11-05",
+                "capabilities": {"tools": {}},
+                "serverInfo": SERVER_INFO,
+            }
+        else:
+            result = self._result(str(method), params)
+        if isinstance(result, int):
+            return _rpc_error(request_id, result, f"Method not found: {method}")
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def _delete(self, exchange: _Exchange, request: RecordedRequest) -> None:
+        exchange.full(405, [("allow", "GET, POST")])
+
+    def _apply_fault(self, exchange: _Exchange, request: RecordedRequest, fault: Fault) -> None:
+        if fault.kind not in self.STREAM_KINDS or request.method != "POST":
+            super()._apply_fault(exchange, request, fault)
+            return
+        outbox = self._stream_of(request)
+        if outbox is None:
+            exchange.json(404, _rpc_error(None, -32001, "Session not found"))
+            return
+        message = request.json
+        request_id = message.get("id") if isinstance(message, dict) else None
+        exchange.full(202, [("content-type", "text/plain")], b"Accepted")
+        if fault.kind == "no_answer":
+            return
+        if fault.kind == "drop_stream":
+            outbox.put(None)
+        elif fault.kind == "huge":
+            size = int(float(fault.options.get("mib", 20)) * 1024 * 1024)
+            head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode()
+            body = head + b',"result":{"content":[{"type":"text","text":"' + b"x" * size
+            outbox.put(b"event: message\ndata: " + body + b'"}]}}\n\n')
+        else:
+            payload = _matrix_payload(fault.kind, request_id, fault.options)
+            outbox.put(b"event: message\ndata: " + payload + b"\n\n")
+
+
+def _session_param(target: str) -> str | None:
+    """The `session` query parameter of a request target (HTTP+SSE), None without one."""
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query)
+    return (query.get("session") or [None])[0]
 
 
 def _meta_version(message: Any) -> str | None:

@@ -1,0 +1,107 @@
+"""Draw README.md's fault matrix from the rows of tests/drivers/test_fault_matrix.py.
+
+    .venv/bin/python scripts/fault_matrix_table.py           # print the section
+    .venv/bin/python scripts/fault_matrix_table.py --write   # put it into README.md
+
+The section sits between the START and END marker comments; a test there
+(test_readme_shows_the_rows) fails while README.md and the rows disagree: run this after
+changing a row, and read the diff.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.drivers.test_fault_matrix import (  # noqa: E402  (the repo root goes on sys.path first)
+    CONNECT_FAULTS,
+    FAULTS,
+    ROWS,
+    TRANSPORTS,
+    Row,
+)
+
+README = ROOT / "README.md"
+START = (
+    "<!-- fault matrix: drawn from tests/drivers/test_fault_matrix.py "
+    "by scripts/fault_matrix_table.py -->"
+)
+END = "<!-- end of the fault matrix -->"
+
+
+def outcome(text: str) -> str:
+    """ "HttpError 503 | NotReady" -> "`HttpError(503)` or `NotReady`"."""
+    shown = []
+    for choice in text.split("|"):
+        name, _, detail = choice.strip().partition(" ")
+        if name == "result":
+            shown.append("the result")
+        elif detail == "permanent":
+            shown.append(f"`{name}` (permanent)")
+        elif detail:
+            shown.append(f"`{name}({detail})`")
+        else:
+            shown.append(f"`{name}`")
+    return " or ".join(shown)
+
+
+def cell(row: Row | None) -> str:
+    if row is None:
+        return "n/a"
+    text = outcome(row.caller)
+    if row.others not in ("result", "-"):
+        text += f"; a call beside it: {outcome(row.others)}"
+    if row.then == "-" and row.fault not in CONNECT_FAULTS:
+        text += "; the server is gone"
+    elif row.then not in ("result", "-"):
+        text += f"; the next call: {outcome(row.then)}"
+    if row.xfail:
+        text += " **(bug, see below)**"
+    return text
+
+
+def render() -> str:
+    by_key = {(row.transport, row.fault): row for row in ROWS}
+    lines = [
+        "| fault | " + " | ".join(TRANSPORTS.values()) + " |",
+        "|---" * (len(TRANSPORTS) + 1) + "|",
+    ]
+    for fault in FAULTS:
+        cells = [cell(by_key.get((transport, fault))) for transport in TRANSPORTS]
+        lines.append(f"| {fault} | " + " | ".join(cells) + " |")
+    lines += ["", "The faults:", ""]
+    lines += [f"- **{fault}**: {what}." for fault, what in FAULTS.items()]
+    bugs = [row for row in ROWS if row.xfail]
+    if bugs:
+        lines += ["", "Rows that fail today (strict `xfail`: they fail the run once fixed):", ""]
+        lines += [f"- {TRANSPORTS[row.transport]}, {row.fault}: {row.xfail}." for row in bugs]
+    return "\n".join(lines) + "\n"
+
+
+def section_of(readme: str) -> str:
+    """What README.md has between the markers ("" when a marker is missing)."""
+    if START not in readme or END not in readme:
+        return ""
+    return readme.split(START, 1)[1].split(END, 1)[0].removeprefix("\n")
+
+
+def main() -> None:
+    table = render()
+    if sys.argv[1:] != ["--write"]:
+        print(table, end="")
+        return
+    readme = README.read_text()
+    if START not in readme or END not in readme:
+        sys.exit(f"{README} has no markers: put {START!r} and {END!r} where the table goes")
+    head, rest = readme.split(START, 1)
+    tail = rest.split(END, 1)[1]
+    README.write_text(f"{head}{START}\n{table}{END}{tail}")
+    print(f"wrote the fault matrix into {README}")
+
+
+if __name__ == "__main__":
+    main()
