@@ -8,7 +8,8 @@ A row names a transport, a fault and what the callers must get:
   caller  the call the fault hits (for a connect fault: the client's `async with`, which waits
           for readiness);
   others  a call made while the fault is under way (on serialized transports it waits in the
-          queue behind the faulted one);
+          queue behind the faulted one; for "404, calls in flight" it is made first, and is in
+          flight on the session when the server forgets it);
   then    the next call once the client says it is ready again ("-": not checked, e.g. the
           server is gone for good).
 An outcome is "result" (a CallToolResult that is not an error), an error class of mcp_core
@@ -37,6 +38,7 @@ import itertools
 import logging
 import os
 import re
+import subprocess
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -79,6 +81,9 @@ FAULTS = {
     "401 at connect": "HTTP 401 to every request of the handshake",
     "403": "HTTP 403 to the call",
     "404": "HTTP 404 (legacy: the server forgets the session the call carried)",
+    "404, calls in flight": (
+        "as 404, with concurrency='stateless' and another call in flight on the same session"
+    ),
     "405": "HTTP 405 to the call",
     "429 (Retry-After: 1)": "HTTP 429 with Retry-After: 1 to the call",
     "429 at connect (Retry-After: 1)": "HTTP 429 with Retry-After: 1 to the handshake, once",
@@ -131,6 +136,7 @@ ROWS = [
     Row("legacy", "401 at connect", "ConnectFailed permanent", "-", "-"),
     Row("legacy", "403", "HttpError 403"),
     Row("legacy", "404", "SessionRejected"),
+    Row("legacy", "404, calls in flight", "SessionRejected", "SessionRejected"),
     Row("legacy", "405", "HttpError 405"),
     Row("legacy", "429 (Retry-After: 1)", "HttpError 429"),
     Row("legacy", "429 at connect (Retry-After: 1)", "result", "-"),
@@ -187,6 +193,7 @@ ROWS = [
         "sse",
         "a 20 MiB line",
         "MessageTooLarge",
+        "MessageTooLarge | NotReady",  # the stream that carried every answer is gone
         xfail=(
             "bug: HTTP+SSE, an event over max_message_bytes on the GET stream that carries every "
             "answer: HttpTransport._too_large aborts that stream, fails no call (the stream has no "
@@ -227,6 +234,11 @@ RETRY_AFTER = 1
 
 SECRET = "fault-matrix-s3cr3t-9f27"  # in every spec; must appear nowhere
 PATHS = itertools.count(1)
+
+# Faults whose other call starts first, so that it is in flight when the fault comes.
+OTHERS_FIRST = {"404, calls in flight"}
+# Spec fields a fault's row needs beyond the defaults.
+FAULT_FIELDS: dict[str, dict[str, Any]] = {"404, calls in flight": {"concurrency": "stateless"}}
 
 CONNECT_FAULTS = {
     "missing executable",
@@ -334,10 +346,12 @@ def http_call_fault(transport: str, fault: str, run: Run) -> tuple[str, dict[str
     if fault.split(" ")[0].isdigit():
         status = int(fault.split(" ")[0])
         if status == 404 and transport == "legacy":
-            return "expire_session", {}
+            return "expire_session", {}  # and "404, calls in flight" too
         if status == 429:
             return "rate_limited", {"retry_after": str(RETRY_AFTER)}
         return "status", {"status": status}
+    if fault == "404, calls in flight":
+        return "expire_session", {}
     if fault == "redirect":
         elsewhere = run.server(new_server())
         return "redirect", {"location": elsewhere.url}
@@ -370,14 +384,21 @@ async def call_fault_row(run: Run) -> None:
         fields = http_fields(server)
         tool, arguments = "echo", {"text": "faulted"}
     client = Facade(
-        run.driver, **fields, reconnect=0.05, init_timeout=READY_TIMEOUT, shutdown_grace=1.0
+        run.driver,
+        **fields,
+        **FAULT_FIELDS.get(row.fault, {}),
+        reconnect=0.05,
+        init_timeout=READY_TIMEOUT,
+        shutdown_grace=1.0,
     )
+    others_first = row.fault in OTHERS_FIRST
     async with client:
         run.statuses.append(client.status())
-        kind = ""
+        kind, options = "", {}
         if server is not None:
             kind, options = http_call_fault(transport, row.fault, run)
-            server.set_fault(kind, method="tools/call", **options)
+            if not others_first:
+                server.set_fault(kind, method="tools/call", **options)
         answers: dict[str, object] = {}
 
         async def faulted() -> None:
@@ -396,14 +417,21 @@ async def call_fault_row(run: Run) -> None:
             answers["others"] = await answered("the other call", OTHER_TIMEOUT, lambda: call)
 
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(faulted)
-            if server is None:
-                await until(
-                    lambda: "caller" in answers or client.status().in_flight >= 1, "in flight"
-                )
+            if others_first and server is not None:
+                # The other call is in flight on the server when the fault hits the session.
+                tasks.start_soon(other)
+                await until(lambda: any(r.fault == "delay" for r in server.requests), "other")
+                server.set_fault(kind, method="tools/call", **options)
+                tasks.start_soon(faulted)
             else:
-                await until(lambda: any(r.fault == kind for r in server.requests), "the fault")
-            tasks.start_soon(other)
+                # The other call starts once the fault is under way.
+                tasks.start_soon(faulted)
+                if server is None:
+                    in_flight = client.status
+                    await until(lambda: "caller" in answers or in_flight().in_flight >= 1, "call")
+                else:
+                    await until(lambda: any(r.fault == kind for r in server.requests), "fault")
+                tasks.start_soon(other)
             if row.fault == "server exits mid-call" and server is not None:
                 # Stop the server with both calls admitted; beside the faulted one (stateless),
                 # the other call has reached the server first.
@@ -585,6 +613,50 @@ def test_rows_are_well_formed() -> None:
             for choice in outcome.split("|"):
                 name = choice.strip().partition(" ")[0]
                 assert name in ("result", "-") or issubclass(getattr(core, name), core.McpError)
+
+
+def test_outcomes_are_matched_exactly() -> None:
+    check("x", "HttpError 503", core.HttpError(503))
+    check("x", "result", core.CallToolResult())
+    check("x", "ConnectFailed permanent", core.ConnectFailed("gone", permanent=True))
+    check("x", "ConnectFailed", core.ConnectFailed("later"))
+    check("x", "JsonRpcError -32603", core.JsonRpcError(-32603, "boom"))
+    check("x", "InvalidResponse | ConnectFailed", core.ConnectFailed("later"))
+    for outcome, got in [
+        ("HttpError 503", core.HttpError(502)),
+        ("ConnectFailed", core.ConnectFailed("gone", permanent=True)),
+        ("ConnectFailed permanent", core.ConnectFailed("later")),
+        ("JsonRpcError", core.UrlElicitationRequired("m", ())),  # the class itself, no subclass
+        ("result", core.CallToolResult(is_error=True)),
+        ("RequestTimeout", core.HttpError(504)),
+    ]:
+        with pytest.raises(AssertionError):
+            check("x", outcome, got)
+
+
+def test_the_row_checks_see_a_secret_and_a_leak() -> None:
+    run = Run(ROWS[0], "sync")
+    run.answers.append(core.InvalidResponse("tools/call", f"an echo of {SECRET}"))
+    assert any(SECRET in text for _, text in texts_of(run, []))
+    record = logging.LogRecord("mcp_client.t", logging.DEBUG, __file__, 1, "%s", (SECRET,), None)
+    assert any(SECRET in text for _, text in texts_of(Run(ROWS[0], "sync"), [record]))
+    before = counts()
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait)
+    thread.start()
+    read_end, write_end = os.pipe()
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=read_end)
+    try:
+        children, threads, fds = counts()
+        assert child.pid in children and child.pid not in before[0]
+        assert threads == before[1] + 1 and fds >= before[2] + 2
+    finally:
+        release.set()
+        thread.join()
+        os.close(write_end)  # the child reads EOF and exits
+        child.wait(timeout=30)
+        os.close(read_end)
+    assert counts() == before
 
 
 def test_readme_shows_the_rows() -> None:
