@@ -195,10 +195,9 @@ def test_http_slow_loris_head_never_ends(http_fault_server: HttpFaultServer, mcp
         ).encode()
         sock.sendall(request + call)
         received = b""
-        while len(received) < 40:  # byte by byte
+        while len(received) < 40:  # a byte every 10 ms
             chunk = sock.recv(100)
             assert chunk, "the slow loris hung up"
-            assert len(chunk) <= 2
             received += chunk
     assert received.startswith(b"HTTP/1.1 200 OK\r\nx-loris: aaaa")
     assert b"\r\n\r\n" not in received
