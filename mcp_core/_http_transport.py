@@ -523,6 +523,12 @@ class HttpTransport:
             self._listen_over(connection, stream, f"an event of {size} bytes came on it")
             return
         error = MessageTooLarge(size, self._spec.max_message_bytes)
+        if stream.kind == "sse":
+            # The HTTP+SSE stream carries every answer, and aborting it loses them all (which
+            # one was too large cannot be told): the connection fails with that error, and the
+            # calls it carried get it at once rather than a timeout each.
+            self._session.fail(connection, error)
+            return
         if request_id is not None and request_id in connection.requests:
             owner = connection.requests.pop(request_id)
             self._session.lose(connection, owner, error, request_id)

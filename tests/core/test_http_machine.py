@@ -769,3 +769,32 @@ def test_a_32022_naming_our_version_is_retried_once_then_failed() -> None:
     h.respond(again, 400, {"jsonrpc": "2.0", "id": h.body(again)["id"], "error": unsupported})
     assert isinstance(h.replies[t].error, core.JsonRpcError)
     assert h.replies[t].error.code == -32022
+
+
+def test_http_sse_an_answer_too_large_fails_the_stream_and_its_calls_at_once() -> None:
+    h = HttpHarness(era="legacy", max_message_bytes=4096)
+    h.feed(core.Connect(now=0.0))
+    waiter = h.await_ready()
+    h.respond(h.request("initialize"), 405)  # not Streamable HTTP: the HTTP+SSE GET
+    get = h.request(http="GET")
+    h.sse(get, b"event: endpoint\ndata: /messages?session=abc\n\n", end=False)
+    init = h.request("initialize")
+    h.respond(init, 202)
+    answer = {
+        "jsonrpc": "2.0",
+        "id": h.body(init)["id"],
+        "result": {"protocolVersion": "2024-11-05", "capabilities": {}},
+    }
+    h.feed(core.HttpBodyReceived(now=0.0, stream=get.stream, data=sse_message(answer)))
+    h.respond(h.request("notifications/initialized"), 202)
+    assert h.result(waiter).transport == "sse"
+    h.take()
+    first, second = h.call("echo"), h.call("echo")
+    for call in [r for r in h.requests() if r.body and b"tools/call" in r.body]:
+        h.respond(call, 202)
+    big = {"jsonrpc": "2.0", "id": 99, "result": {"pad": "x" * 8000}}
+    h.feed(core.HttpBodyReceived(now=0.0, stream=get.stream, data=sse_message(big)))
+    for ticket in (first, second):
+        assert isinstance(h.error(ticket), core.MessageTooLarge)
+    assert core.AbortHttp(stream=get.stream) in h.actions
+    assert h.machine.state != "ready" and h.machine.next_deadline() is not None  # retried

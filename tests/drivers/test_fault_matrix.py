@@ -194,12 +194,6 @@ ROWS = [
         "a 20 MiB line",
         "MessageTooLarge",
         "MessageTooLarge | NotReady",  # the stream that carried every answer is gone
-        xfail=(
-            "bug: HTTP+SSE, an event over max_message_bytes on the GET stream that carries every "
-            "answer: HttpTransport._too_large aborts that stream, fails no call (the stream has no "
-            "request id) and leaves the connection READY, so the caller gets RequestTimeout at "
-            "its deadline instead of MessageTooLarge and every later call times out as well"
-        ),
     ),
     Row("sse", "deep nesting", "RequestTimeout"),
     Row("sse", "invalid UTF-8", "result"),
