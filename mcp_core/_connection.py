@@ -134,6 +134,10 @@ class Session(Protocol):
     def oversized(self, connection: Connection, request_id: object, size: int) -> None:
         """A message beyond ``max_message_bytes`` was dropped; ``request_id`` as far as read."""
 
+    def unreadable(self, connection: Connection, request_id: object, excerpt: str) -> None:
+        """A message shaped like the answer to ``request_id`` could not be read (not JSON, not
+        UTF-8); ``excerpt`` is its start."""
+
     def lose(
         self,
         connection: Connection,

@@ -45,9 +45,12 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class NotJson:
-    """A line that was not a JSON object or array, or not UTF-8. ``excerpt`` is its start."""
+    """A line that was not a JSON object or array, or not UTF-8. ``excerpt`` is its start;
+    ``request_id`` the id of the response it looks like, found as for an oversized line
+    (``_recover_id``), or None."""
 
     excerpt: str
+    request_id: int | str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +160,7 @@ class LineDecoder:
             return self._retry(bytes(line))
         if type(payload) is dict or type(payload) is list:
             return Message(payload=payload)
-        return NotJson(excerpt=_excerpt(bytes(line).rstrip(b"\r")))
+        return _not_json(bytes(line))
 
     def _retry(self, line: bytes) -> Message | NotJson | None:
         # Only lines that did not parse come here: blank ones, and those led by a byte-order
@@ -166,14 +169,19 @@ class LineDecoder:
             return None
         if line.startswith(_BOM):
             return self._frame(line[len(_BOM) :])
-        return NotJson(excerpt=_excerpt(line.rstrip(b"\r")))
+        return _not_json(line)
+
+
+def _not_json(line: bytes) -> NotJson:
+    line = line.rstrip(b"\r")
+    return NotJson(excerpt=_excerpt(line), request_id=_recover_id(line[:_KEEP], line[-_KEEP:]))
 
 
 def _excerpt(line: bytes) -> str:
     return line[: _EXCERPT_CHARS * 4].decode("utf-8", errors="replace")[:_EXCERPT_CHARS]
 
 
-# --- id recovery from an oversized line -------------------------------------------------------
+# --- id recovery from an oversized or unreadable line -------------------------------------------
 #
 # Only the two ends of the line are kept, so the id is found by shape, not by parsing:
 #   head  {"jsonrpc":"2.0","id":5,"result":...     (Python SDK, most servers)

@@ -73,6 +73,7 @@ from ._eras import (
 )
 from ._errors import (
     ConnectFailed,
+    InvalidResponse,
     McpError,
     MessageTooLarge,
     NotReady,
@@ -589,7 +590,19 @@ class SessionMachine:
             self._log("WARNING", f"skipped an invalid message from the server: {message.reason}")
 
     def oversized(self, connection: Connection, request_id: object, size: int) -> None:
-        error = MessageTooLarge(size, self.spec.max_message_bytes)
+        self._unanswerable(
+            connection, request_id, MessageTooLarge(size, self.spec.max_message_bytes)
+        )
+
+    def unreadable(self, connection: Connection, request_id: object, excerpt: str) -> None:
+        owner = connection.requests.get(request_id) if isinstance(request_id, int) else None
+        method = owner.method if isinstance(owner, Work) else str(owner or "a request")
+        error = InvalidResponse(method, f"the answer is not JSON or not UTF-8: {excerpt[:80]!r}")
+        self._unanswerable(connection, request_id, error)
+
+    def _unanswerable(self, connection: Connection, request_id: object, error: McpError) -> None:
+        """The answer to ``request_id`` arrived but cannot be used: the request fails with
+        ``error`` at once (a handshake fails the connection)."""
         owner = connection.requests.get(request_id) if isinstance(request_id, int) else None
         if isinstance(owner, Work):
             del connection.requests[request_id]  # type: ignore[arg-type]

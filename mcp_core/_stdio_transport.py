@@ -220,6 +220,10 @@ class StdioTransport:
                 items = frame.payload if isinstance(frame.payload, list) else [frame.payload]
                 for item in items:
                     self._session.received(connection, rpc.classify(item))
+            elif isinstance(frame, NotJson) and frame.request_id is not None:
+                # Shaped like the answer to a request, but unreadable (invalid UTF-8, nesting
+                # beyond what the reader takes): that request fails now, not at its deadline.
+                self._session.unreadable(connection, frame.request_id, frame.excerpt)
             elif isinstance(frame, NotJson):
                 # Servers "MUST NOT write non-MCP output to stdout", yet many print banners.
                 self._session.log("WARNING", f"skipped a non-JSON line on stdout: {frame.excerpt}")

@@ -85,10 +85,17 @@ def _model_line(line: bytes) -> Frame | None:
             if line.startswith(_BOM):
                 line = line[len(_BOM) :]
                 continue
-            return NotJson(excerpt=_excerpt(line.rstrip(b"\r")))
+            return _model_not_json(line)
         if isinstance(value, dict | list):
             return Message(payload=value)
-        return NotJson(excerpt=_excerpt(line.rstrip(b"\r")))
+        return _model_not_json(line)
+
+
+def _model_not_json(line: bytes) -> NotJson:
+    """An unreadable line: its excerpt, and the id of the answer it looks like, if any (the
+    same shape rule as for an oversized line)."""
+    line = line.rstrip(b"\r")
+    return NotJson(excerpt=_excerpt(line), request_id=_recover_id(line[:_KEEP], line[-_KEEP:]))
 
 
 def model(stream: bytes, limit: int) -> tuple[list[Frame], bytes]:

@@ -1285,3 +1285,30 @@ def test_an_answer_after_stop_is_dropped() -> None:
     h.feed(core.ServerRequestAnswered(now=0.0, handle=ask.handle, result={"roots": []}))
     assert h.messages() == []
     assert any("dropped the answer" in log.message for log in h.of(core.Log))
+
+
+def test_an_unreadable_answer_fails_its_call_at_once() -> None:
+    h = Harness()
+    h.connect_legacy()
+    t = h.call("echo")
+    request_id = h.last_request("tools/call")["id"]
+    line = b'{"jsonrpc":"2.0","id":%d,"result":{"content":"\xff\xfe"}}\n' % request_id
+    h.feed(core.StdoutReceived(now=h.now, slot=0, generation=h.gen(0), data=line))
+    error = h.error(t)
+    assert isinstance(error, core.InvalidResponse) and "tools/call" in str(error)
+    other = h.call("echo")  # the connection goes on
+    h.answer(h.last_request("tools/call")["id"], TEXT_RESULT)
+    assert h.result(other).text == "hi"
+
+
+def test_an_unreadable_initialize_answer_fails_the_connect() -> None:
+    h = Harness(era="legacy", fail_fast=True)
+    h.feed(core.Connect(now=0.0))
+    waiter = h.await_ready(fail_fast=True)
+    h.spawned()
+    init_id = h.last_request("initialize")["id"]
+    line = b'{"jsonrpc":"2.0","id":%d,"result":{"x":"\xff"}}\n' % init_id
+    h.feed(core.StdoutReceived(now=h.now, slot=0, generation=h.gen(0), data=line))
+    failed = h.error(waiter)
+    assert isinstance(failed, core.ConnectFailed)
+    assert isinstance(failed.cause, core.InvalidResponse)

@@ -120,8 +120,8 @@ ROWS = [
     Row("stdio", "server hangs", "RequestTimeout"),
     Row("stdio", "garbage", "result"),
     Row("stdio", "a 20 MiB line", "MessageTooLarge"),
-    Row("stdio", "deep nesting", "RequestTimeout"),
-    Row("stdio", "invalid UTF-8", "RequestTimeout"),
+    Row("stdio", "deep nesting", "InvalidResponse"),
+    Row("stdio", "invalid UTF-8", "InvalidResponse"),
     Row("stdio", "missing executable", "ConnectFailed permanent", "-", "-"),
     Row("stdio", "init error", "ConnectFailed", "-", "-"),
     # Streamable HTTP, legacy (serialized: the other call waits behind the faulted one)
