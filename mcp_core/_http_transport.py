@@ -543,7 +543,9 @@ class HttpTransport:
             self._unanswered(connection, link, stream, "the SSE stream ended")
         elif 200 <= stream.status < 300:
             body = bytes(stream.body or b"")
-            if body.strip() and stream.request_id is not None:
+            # HTTP+SSE (2024-11-05): a POST is only accepted (the SDK's server writes
+            # "Accepted"); its answer comes on the SSE stream, so the body is no message.
+            if body.strip() and stream.request_id is not None and not link.sse:
                 self._on_payload(connection, parse_json_body(body), "an HTTP body")
             self._unanswered(connection, link, stream, f"HTTP {stream.status} came with no answer")
         else:
