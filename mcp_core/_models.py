@@ -331,6 +331,18 @@ def _opt_int(wire: Mapping[str, Any], key: str, what: str) -> int | None:
     return value
 
 
+def _listed_fields(d: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """The optional fields a resource and a resource template share (2025-06-18 schema)."""
+    return {
+        "title": _opt_str(d, "title", what),
+        "description": _opt_str(d, "description", what),
+        "mime_type": _opt_str(d, "mimeType", what),
+        "annotations": _opt_obj(d, "annotations", what),
+        "meta": _opt_obj(d, "_meta", what),
+        "raw": d,
+    }
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Resource:
     """A resource as listed by ``resources/list`` (all versions; ``title`` 2025-06-18+,
@@ -355,13 +367,8 @@ class Resource:
             uri=uri,
             # Required since 2024-11-05; a few servers omit it, and the URI names it as well.
             name=_opt_str(d, "name", what) or uri,
-            title=_opt_str(d, "title", what),
-            description=_opt_str(d, "description", what),
-            mime_type=_opt_str(d, "mimeType", what),
             size=_opt_int(d, "size", what),
-            annotations=_opt_obj(d, "annotations", what),
-            meta=_opt_obj(d, "_meta", what),
-            raw=d,
+            **_listed_fields(d, what),
         )
 
 
@@ -386,12 +393,7 @@ class ResourceTemplate:
         return cls(
             uri_template=template,
             name=_opt_str(d, "name", what) or template,
-            title=_opt_str(d, "title", what),
-            description=_opt_str(d, "description", what),
-            mime_type=_opt_str(d, "mimeType", what),
-            annotations=_opt_obj(d, "annotations", what),
-            meta=_opt_obj(d, "_meta", what),
-            raw=d,
+            **_listed_fields(d, what),
         )
 
 
