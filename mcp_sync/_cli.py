@@ -285,6 +285,17 @@ def _no_server_loaded(loaded: LoadedConfig) -> CliError:
 # --- logins: where they are kept, and what to run when one is needed ---------------------------
 
 
+def _servers(
+    config_path: str | None, url: str | None, headers: tuple[str, ...], expand_env: bool
+) -> tuple[_Source, LoadedConfig]:
+    """Where the servers come from and what loaded; ``CliError`` (exit 2) when none did."""
+    source = _source(config_path, url, headers, expand_env)
+    loaded = _load(source)
+    if not loaded.servers:
+        raise _no_server_loaded(loaded)
+    return source, loaded
+
+
 def _token_store(source: _Source) -> FileTokenStore:
     return FileTokenStore(source.token_file)
 
@@ -583,10 +594,7 @@ def tools(
 
     Servers that did not start are named on stderr; the exit code is 3 only when none did.
     """
-    source = _source(config_path, url, headers, expand_env)
-    loaded = _load(source)
-    if not loaded.servers:
-        raise _no_server_loaded(loaded)
+    source, loaded = _servers(config_path, url, headers, expand_env)
     with _group(loaded, source) as group:
         _start_servers(group, loaded, source, start_timeout, fancy=_fancy(as_json))
         rows = [(_server_of(group, tool), tool) for tool in group.list_tools()]
@@ -683,10 +691,7 @@ def call(
     Prints the result's text (with --json the whole result). Only NAME's server is started.
     """
     parsed = _arguments(arguments)
-    source = _source(config_path, url, headers, expand_env)
-    loaded = _load(source)
-    if not loaded.servers:
-        raise _no_server_loaded(loaded)
+    source, loaded = _servers(config_path, url, headers, expand_env)
     with _group(loaded, source) as group:
         name, server = _route(group, loaded, name, ToolTable)
         _start_one(group, loaded, server, source, start_timeout, fancy=_fancy(as_json))
@@ -870,10 +875,7 @@ def resources(
     Servers that did not start, and servers that offer no resources, are named on stderr; the
     exit code is 3 only when no server started.
     """
-    source = _source(config_path, url, headers, expand_env)
-    loaded = _load(source)
-    if not loaded.servers:
-        raise _no_server_loaded(loaded)
+    source, loaded = _servers(config_path, url, headers, expand_env)
     with _group(loaded, source) as group:
         _start_servers(group, loaded, source, start_timeout, fancy=_fancy(as_json))
         listed = group.list_resources()
@@ -957,10 +959,7 @@ def read(
     --out FILE writes its bytes. With --json the whole result, blobs in base64. Only SERVER
     is started.
     """
-    source = _source(config_path, url, headers, expand_env)
-    loaded = _load(source)
-    if not loaded.servers:
-        raise _no_server_loaded(loaded)
+    source, loaded = _servers(config_path, url, headers, expand_env)
     _named_server(loaded, server)
     with _group(loaded, source) as group:
         _loaded_server(group, loaded, server)
@@ -1025,10 +1024,7 @@ def prompts(
     Servers that did not start, and servers that offer no prompts, are named on stderr; the
     exit code is 3 only when no server started.
     """
-    source = _source(config_path, url, headers, expand_env)
-    loaded = _load(source)
-    if not loaded.servers:
-        raise _no_server_loaded(loaded)
+    source, loaded = _servers(config_path, url, headers, expand_env)
     with _group(loaded, source) as group:
         _start_servers(group, loaded, source, start_timeout, fancy=_fancy(as_json))
         rows = [(_prompt_route(group, p), p) for p in group.list_prompts()]
@@ -1093,10 +1089,7 @@ def prompt(
     --json the whole result). Only NAME's server is started.
     """
     arguments = _prompt_arguments(pairs)
-    source = _source(config_path, url, headers, expand_env)
-    loaded = _load(source)
-    if not loaded.servers:
-        raise _no_server_loaded(loaded)
+    source, loaded = _servers(config_path, url, headers, expand_env)
     with _group(loaded, source) as group:
         name, server = _route(group, loaded, name, PromptTable)
         _start_one(group, loaded, server, source, start_timeout, fancy=_fancy(as_json))
