@@ -18,7 +18,7 @@ import inspect
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp_core import (
@@ -29,20 +29,16 @@ from mcp_core import (
     NotSupported,
     OutputValidationError,
     ProgressUpdate,
-    PromptRef,
     Reservation,
-    ResourceRef,
     Spec,
 )
 from mcp_core._group_names import Named, NameTable
 from mcp_core.driver import reservation_facts
 
 __all__ = [
-    "CompletionRef",
     "ProgressCallback",
     "Reservations",
     "client_keywords",
-    "completion_params",
     "output_adapter",
     "publish",
     "report",
@@ -55,7 +51,6 @@ __all__ = [
 
 ProgressCallback = Callable[[float, float | None, str | None], object]
 
-CompletionRef = PromptRef | ResourceRef | Mapping[str, str]
 """What ``complete`` completes an argument of: ``{"type": "ref/prompt", "name": ...}``,
 ``{"type": "ref/resource", "uri": ...}`` (a resource template's URI), or the matching
 ``mcp_core.PromptRef`` / ``mcp_core.ResourceRef``."""
@@ -221,30 +216,6 @@ def left_out(server: str, what: str, exc: McpError) -> None:
         server_log(server).info("server %r offers no %s: %s", server, what, exc)
     else:
         server_log(server).warning("%s of server %r left out: %s", what, server, exc)
-
-
-def completion_params(
-    ref: CompletionRef,
-    argument: str,
-    value: str,
-    context: Mapping[str, str] | None,
-) -> dict[str, Any]:
-    """The params of ``completion/complete`` (2025-06-18 schema, CompleteRequest): ``ref``,
-    ``argument {name, value}``, and ``context {arguments}`` (the values already chosen for
-    the other arguments) when given. ``ValueError`` for a ``ref`` of no known type."""
-    if isinstance(ref, PromptRef | ResourceRef):
-        wire: dict[str, Any] = ref.to_wire()
-    elif isinstance(ref, Mapping) and ref.get("type") in ("ref/prompt", "ref/resource"):
-        wire = dict(ref)
-    else:
-        raise ValueError(
-            "ref must be {'type': 'ref/prompt', 'name': ...}, {'type': 'ref/resource', "
-            "'uri': ...}, a PromptRef or a ResourceRef"
-        )
-    params: dict[str, Any] = {"ref": wire, "argument": {"name": argument, "value": value}}
-    if context is not None:
-        params["context"] = {"arguments": dict(context)}
-    return params
 
 
 # --- call_tool(..., output_type=T) --------------------------------------------------------------

@@ -29,17 +29,15 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 
+from _mcp_io.client import ProgressCallback as ProgressCallback
 from _mcp_io.client import (
-    CompletionRef,
     Reservations,
-    completion_params,
     output_adapter,
     report,
     require_http_stack,
     settle,
     with_data,
 )
-from _mcp_io.client import ProgressCallback as ProgressCallback
 from _mcp_io.http import client_network
 from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
 from _mcp_io.otel import end_call_span, start_call_span
@@ -92,6 +90,7 @@ from mcp_core import (
     Unsubscribe,
     WriteStdin,
 )
+from mcp_core.driver import CompletionRef, completion_params
 from mcp_core.replay import Recorder
 
 from ._http import HttpExecutor

@@ -24,6 +24,7 @@ __all__ = [
     "AudioContent",
     "CallToolResult",
     "Completion",
+    "CompletionRef",
     "ContentBlock",
     "EmbeddedResource",
     "GetPromptResult",
@@ -42,6 +43,7 @@ __all__ = [
     "TextContent",
     "Tool",
     "UnknownContent",
+    "completion_params",
     "content_from_wire",
 ]
 
@@ -560,6 +562,34 @@ class ResourceRef:
 
     def to_wire(self) -> dict[str, str]:
         return {"type": "ref/resource", "uri": self.uri}
+
+
+# What ``complete`` completes an argument of: a PromptRef, a ResourceRef, or their wire form.
+CompletionRef = PromptRef | ResourceRef | Mapping[str, str]
+
+
+def completion_params(
+    ref: CompletionRef,
+    argument: str,
+    value: str,
+    context: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """The params of ``completion/complete`` (2025-06-18 schema, CompleteRequest): ``ref``,
+    ``argument {name, value}``, and ``context {arguments}`` (the values already chosen for
+    the other arguments) when given. ``ValueError`` for a ``ref`` of no known type."""
+    if isinstance(ref, PromptRef | ResourceRef):
+        wire: dict[str, Any] = ref.to_wire()
+    elif isinstance(ref, Mapping) and ref.get("type") in ("ref/prompt", "ref/resource"):
+        wire = dict(ref)
+    else:
+        raise ValueError(
+            "ref must be {'type': 'ref/prompt', 'name': ...}, {'type': 'ref/resource', "
+            "'uri': ...}, a PromptRef or a ResourceRef"
+        )
+    params: dict[str, Any] = {"ref": wire, "argument": {"name": argument, "value": value}}
+    if context is not None:
+        params["context"] = {"arguments": dict(context)}
+    return params
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,11 +6,20 @@ names the machine puts in ``Spawn.inherit`` (the official SDKs' list). ``reserva
 turns the reservation a caller passed for a priced tool into the plain data a ``CallTool``
 event carries (``reservation=``), so the machine can judge it and a recording can hold it.
 ``token_store_key(url)`` is the key a server's login is kept under in a ``TokenStore``, and
-``OAuthSettings.from_spec`` the machine's ``oauth=`` for a spec.
+``OAuthSettings.from_spec`` the machine's ``oauth=`` for a spec. ``completion_params`` is the
+params of a ``completion/complete`` ``Request`` for what a caller gave ``complete()``.
 """
 
+from ._models import CompletionRef, completion_params
 from ._oauth_settings import token_store_key
 from ._spend import reservation_facts
 from ._stdio import INHERITED_ENV, inherit_environment
 
-__all__ = ["INHERITED_ENV", "inherit_environment", "reservation_facts", "token_store_key"]
+__all__ = [
+    "INHERITED_ENV",
+    "CompletionRef",
+    "completion_params",
+    "inherit_environment",
+    "reservation_facts",
+    "token_store_key",
+]

@@ -28,17 +28,15 @@ from functools import partial
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, cast
 
+from _mcp_io.client import ProgressCallback as ProgressCallback
 from _mcp_io.client import (
-    CompletionRef,
     Reservations,
-    completion_params,
     output_adapter,
     report,
     require_http_stack,
     settle,
     with_data,
 )
-from _mcp_io.client import ProgressCallback as ProgressCallback
 from _mcp_io.http import client_network
 from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
 from _mcp_io.otel import end_call_span, start_call_span
@@ -91,6 +89,7 @@ from mcp_core import (
     Unsubscribe,
     WriteStdin,
 )
+from mcp_core.driver import CompletionRef, completion_params
 from mcp_core.replay import Recorder
 
 from ._http import HttpExecutor, HttpRequest

@@ -145,6 +145,8 @@ SUBMODULES = {
     ],
     "mcp_core.driver": [
         "INHERITED_ENV",
+        "CompletionRef",
+        "completion_params",
         "inherit_environment",
         "reservation_facts",
         "token_store_key",

@@ -23,6 +23,7 @@ from mcp_core import (
     TextContent,
     Tool,
 )
+from mcp_core.driver import completion_params
 
 # --- resources ---------------------------------------------------------------------------------
 
@@ -375,3 +376,25 @@ def test_tool_name_issue(name: str, issue: str | None) -> None:
     tool = Tool.from_wire({"name": name, "inputSchema": {"type": "object"}})
     assert tool.name_issue == issue
     assert tool.name == name  # kept and callable as listed, whatever its name
+
+
+# --- the params of completion/complete ---------------------------------------------------------
+
+
+def test_completion_params_from_a_ref_object_a_wire_ref_and_a_context() -> None:
+    assert completion_params(PromptRef("greet"), "style", "f", None) == {
+        "ref": {"type": "ref/prompt", "name": "greet"},
+        "argument": {"name": "style", "value": "f"},
+    }
+    wire = {"type": "ref/resource", "uri": "test://items/{id}"}
+    assert completion_params(wire, "id", "1", {"kind": "x"}) == {
+        "ref": wire,
+        "argument": {"name": "id", "value": "1"},
+        "context": {"arguments": {"kind": "x"}},
+    }
+
+
+@pytest.mark.parametrize("ref", [{"type": "ref/tool", "name": "x"}, "greet", None])
+def test_completion_params_refuse_another_ref(ref: object) -> None:
+    with pytest.raises(ValueError, match="ref must be"):
+        completion_params(ref, "a", "v", None)  # type: ignore[arg-type]
