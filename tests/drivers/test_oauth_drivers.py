@@ -333,9 +333,7 @@ async def test_stop_ends_a_browser_step_still_waiting(
     monkeypatch.setattr(_mcp_io.redirect, "open_browser", open_browser)
     c = Facade(driver, url=server.url, wait=False)
     await c.start()
-    with anyio.fail_after(20):
-        while not opened.is_set():
-            await anyio.sleep(0.02)
+    assert await anyio.to_thread.run_sync(opened.wait, 20), "the browser step never started"
     started = time.monotonic()
     await c.stop()
     assert time.monotonic() - started < 5
