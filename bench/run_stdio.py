@@ -17,10 +17,13 @@ bench/results/stdio-<run_id>.jsonl; `extra.answered` counts the calls answered w
            at once on one client (peak RSS, every call answered).
 Clients: ours-asyncio, ours-sync (threads for concurrency), sdk (the official `mcp` client:
 stdio_client + ClientSession), fastmcp (fastmcp.Client), raw-asyncio and raw-blocking
-(bench/clients/: library-free pipe clients; raw-blocking is sequential only). Every client
+(bench/clients/: library-free pipe clients; raw-blocking is sequential only), and ts-sdk (the
+official TypeScript SDK, @modelcontextprotocol/sdk: Client + StdioClientTransport, run by
+`node bench/clients/ts_sdk_client.mjs`, `node` from PATH; stdio suite only). Every client
 speaks the legacy era (initialize): ours with era="legacy", FastMCP with mode="legacy", the SDK's
-ClientSession.initialize(), so all send the same messages. Ours run with pool_size=256 and a
-queue as large as N, so the window is never what limits them.
+ClientSession.initialize(), the TypeScript SDK's Client.connect(), so all send the same
+messages. Ours run with pool_size=256 and a queue as large as N, so the window is never what
+limits them.
 Servers: stdlib-min (bench/servers/min_stdio.py), sdk-stdio (tests/servers/py_server.py, the
 official SDK) and everything (@modelcontextprotocol/server-everything, Node).
 """
@@ -32,11 +35,12 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +48,19 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
 WORKER = BENCH / "clients" / "worker.py"
+TS_SDK_CLIENT = BENCH / "clients" / "ts_sdk_client.mjs"
+TS_SDK_PACKAGE = ROOT / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
 PYTHON = sys.executable
 
-CLIENTS = ("ours-asyncio", "ours-sync", "sdk", "fastmcp", "raw-asyncio", "raw-blocking")
+CLIENTS = (
+    "ours-asyncio",
+    "ours-sync",
+    "sdk",
+    "fastmcp",
+    "raw-asyncio",
+    "raw-blocking",
+    "ts-sdk",
+)
 ASYNC_CLIENTS = ("ours-asyncio", "sdk", "fastmcp", "raw-asyncio")
 SESSION_CLIENTS = ("ours-asyncio", "ours-sync", "sdk", "fastmcp", "raw-asyncio")
 SUITES = ("stdio", "import", "core", "memory")
@@ -116,11 +130,30 @@ class WorkerFailed(RuntimeError):
     pass
 
 
+def unavailable(client: str) -> str | None:
+    """Why `client` cannot run on this machine, or None. Only ts-sdk needs more than Python."""
+    if client != "ts-sdk":
+        return None
+    if shutil.which("node") is None:
+        return "node is not on PATH"
+    if not TS_SDK_PACKAGE.exists():
+        return "node_modules/@modelcontextprotocol/sdk is missing: run `npm ci`"
+    return None
+
+
 def worker(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one job in a fresh interpreter; raises WorkerFailed with its stderr tail."""
+    """Run one job in a fresh process (node for ts-sdk, else a fresh interpreter); raises
+    WorkerFailed with its stderr tail."""
+    if job.get("client") == "ts-sdk":
+        why = unavailable("ts-sdk")
+        if why is not None:
+            raise WorkerFailed(f"{job['mode']} ts-sdk: {why}")
+        argv = [shutil.which("node") or "node", str(TS_SDK_CLIENT), json.dumps(job)]
+    else:
+        argv = [PYTHON, str(WORKER), json.dumps(job)]
     try:
         done = subprocess.run(
-            [PYTHON, str(WORKER), json.dumps(job)],
+            argv,
             capture_output=True,
             text=True,
             timeout=WORKER_DEADLINE,
@@ -476,10 +509,20 @@ SMOKE = Plan(
 )
 
 
+def smoke_plan(log: Callable[[str], object] = lambda line: None) -> Plan:
+    """SMOKE without the clients this machine cannot run (ts-sdk without node), each skipped
+    with its reason logged."""
+    skipped = {client: unavailable(client) for client in SMOKE.clients}
+    for client, why in skipped.items():
+        if why is not None:
+            log(f"smoke: {client} skipped: {why}")
+    return replace(SMOKE, clients=tuple(c for c, why in skipped.items() if why is None))
+
+
 def smoke(log: Callable[[str], object] = lambda line: None) -> list[dict[str, Any]]:
     """Every suite once with tiny N against stdlib-min; nothing written. The smoke test asserts
     counts on these records (every call answered), never a time."""
-    return run(SMOKE, run_id="smoke", log=log)
+    return run(smoke_plan(log), run_id="smoke", log=log)
 
 
 def _csv(text: str, known: Iterable[str]) -> tuple[str, ...]:
@@ -509,6 +552,12 @@ def main() -> None:
         help="tiny N, 1 repeat, stdlib-min only; prints, writes nothing",
     )
     parser.add_argument("--run-id", default=None)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS,
+        help="directory the stdio-<run id>.jsonl file is written to (default bench/results)",
+    )
     args = parser.parse_args()
 
     def log(line: str) -> None:
@@ -531,9 +580,9 @@ def main() -> None:
         clients=_csv(args.clients, CLIENTS),
     )
     run_id = args.run_id or datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"stdio-{run_id}.jsonl"
-    log(f"writing {out.relative_to(ROOT)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"stdio-{run_id}.jsonl"
+    log(f"writing {out}")
     records = run(plan, run_id=run_id, out=out, log=log)
     failed = [r for r in records if r["metric"] == "failed"]
     sys.exit(1 if failed else 0)
