@@ -6,8 +6,9 @@
 For each suite (stdio, import, core, memory, http) and server, the records of the most recent
 run that measured it are used (runs named "smoke" are ignored); a figure is the median over its
 repeats, and the report lists the runs it drew from.
-Ratios are ours / SDK and ours / the library-free client; the targets of issue 4 are checked
-in a table of their own. The chart uses matplotlib's Agg backend (no display needed).
+Ratios are ours / SDK (the Python `mcp` and, on stdio, the TypeScript SDK `ts-sdk`) and ours /
+the library-free client; the targets of issues 14 and 4 are checked in tables of their own. The
+chart uses matplotlib's Agg backend (no display needed).
 """
 
 from __future__ import annotations
@@ -26,7 +27,15 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
 
-STDIO_CLIENTS = ("ours-asyncio", "ours-sync", "sdk", "fastmcp", "raw-asyncio", "raw-blocking")
+STDIO_CLIENTS = (
+    "ours-asyncio",
+    "ours-sync",
+    "sdk",
+    "ts-sdk",
+    "fastmcp",
+    "raw-asyncio",
+    "raw-blocking",
+)
 HTTP_CLIENTS = ("ours-asyncio", "ours-sync", "sdk", "fastmcp", "raw-h11")
 IMPORT_CLIENTS = ("ours-sync", "ours-asyncio", "ours-core", "sdk", "fastmcp")
 CONCURRENCIES = (1, 16, 256)
@@ -35,6 +44,7 @@ COLORS = {
     "ours-sync": "#6baed6",
     "ours-core": "#08519c",
     "sdk": "#d62728",
+    "ts-sdk": "#9467bd",
     "fastmcp": "#ff7f0e",
     "raw-asyncio": "#2ca02c",
     "raw-blocking": "#98df8a",
@@ -165,6 +175,7 @@ def ratio_rows(m: Medians, suite: str, server: str) -> list[str]:
         ("ours-sync", "sdk"),
         ("ours-sync", raw_block),
         ("ours-asyncio", "fastmcp"),
+        ("ours-asyncio", "ts-sdk"),  # stdio only: no HTTP row is measured for ts-sdk
     ]
     rows = []
     for ours, other in dict.fromkeys(pairs):
@@ -204,6 +215,7 @@ class Target:
     goal: float
     higher_is_better: bool
     detail: str
+    goal_text: str | None = None  # the goal as written in the issue, when not a short decimal
 
     def row(self) -> list[str]:
         if self.value is None:
@@ -212,7 +224,95 @@ class Target:
             met = self.value >= self.goal if self.higher_is_better else self.value <= self.goal
             verdict = "met" if met else "**missed**"
         sign = ">=" if self.higher_is_better else "<="
-        return [self.name, fmt(self.value, 2), f"{sign} {self.goal:g}", verdict, self.detail]
+        goal = self.goal_text or f"{self.goal:g}"
+        return [self.name, fmt(self.value, 2), f"{sign} {goal}", verdict, self.detail]
+
+
+# mcp_core alone before issue 14: 91,000 calls/s (core suite of bench/results/REPORT.md,
+# 2026-11-30 and 2026-12-01). Issue 14 asks for 3x that.
+CORE_BASELINE_CALLS_PER_S = 91_000.0
+
+
+def targets_issue14(m: Medians) -> list[Target]:
+    s = "stdlib-min"
+    g = m.get
+
+    def stdio(client: str, c: int) -> float | None:
+        return g("stdio", s, client, "calls_per_s", c)
+
+    out = [
+        Target(
+            "stdio 256 in flight: ours-asyncio / raw-asyncio",
+            ratio(stdio("ours-asyncio", 256), stdio("raw-asyncio", 256)),
+            0.8,
+            True,
+            s,
+        ),
+        Target(
+            "stdio 256 in flight: ours-asyncio / ts-sdk",
+            ratio(stdio("ours-asyncio", 256), stdio("ts-sdk", 256)),
+            1.0,
+            True,
+            f"{s}; ts-sdk: the TypeScript SDK's Client in node",
+        ),
+        Target(
+            "stdio sequential: ours-asyncio / raw-asyncio",
+            ratio(stdio("ours-asyncio", 1), stdio("raw-asyncio", 1)),
+            0.9,
+            True,
+            s,
+        ),
+    ]
+    core = g("core", None, "ours-core", "calls_per_s")
+    out.append(
+        Target(
+            "mcp_core alone / 91,000 calls/s (before issue 14)",
+            ratio(core, CORE_BASELINE_CALLS_PER_S),
+            3,
+            True,
+            f"{fmt(core)} calls/s alone (goal {fmt(3 * CORE_BASELINE_CALLS_PER_S)})",
+        )
+    )
+    sdk_kib = g("memory", s, "sdk", "kib_per_session")
+    for ours in ("ours-asyncio", "ours-sync"):
+        kib = g("memory", s, ours, "kib_per_session")
+        out.append(
+            Target(
+                f"KiB per idle session: {ours} / sdk",
+                ratio(kib, sdk_kib),
+                0.5,
+                False,
+                f"{s}: {fmt(kib)} vs {fmt(sdk_kib)} KiB",
+            )
+        )
+    flood = [k[4] for k in m.values if k[:4] == ("memory", s, "sdk", "peak_rss_mib")]
+    c = flood[0] if flood else None
+    ours_rss = g("memory", s, "ours-asyncio", "peak_rss_mib", c)
+    sdk_rss = g("memory", s, "sdk", "peak_rss_mib", c)
+    out.append(
+        Target(
+            "calls submitted at once, peak RSS: ours-asyncio / sdk",
+            ratio(ours_rss, sdk_rss),
+            1 / 3,
+            False,
+            f"{s}, {fmt(c)} calls: {fmt(ours_rss, 1)} vs {fmt(sdk_rss, 1)} MiB",
+            goal_text="1/3",
+        )
+    )
+    for c in (16, 256):
+        out.append(
+            Target(
+                f"http C={c}: ours-sync / raw-h11",
+                ratio(
+                    g("http", "min-http", "ours-sync", "calls_per_s", c),
+                    g("http", "min-http", "raw-h11", "calls_per_s", c),
+                ),
+                0.7,
+                True,
+                "min-http",
+            )
+        )
+    return out
 
 
 def targets(m: Medians) -> list[Target]:
@@ -429,7 +529,7 @@ def render(records: list[dict[str, Any]]) -> str:
     machine: dict[str, Any] = next((r["machine"] for r in records), {})
     repeats = max(m.repeats.values(), default=0)
     out = [
-        "# Benchmark report (issue 4)\n",
+        "# Benchmark report (issues 4 and 14)\n",
         "Generated by `bench/report.py` from the JSON lines in `bench/results/`; "
         f"each figure is the median of up to {repeats} repeats (A B A B order). "
         f"Machine: {machine.get('cores', '?')} cores, Python {machine.get('python', '?')}. "
@@ -441,7 +541,12 @@ def render(records: list[dict[str, Any]]) -> str:
         ],
         "",
         answered_line(records),
-        "## Targets\n",
+        "## Targets (issue 14)\n",
+        *table(
+            ["target", "measured", "goal", "verdict", "detail"],
+            [t.row() for t in targets_issue14(m)],
+        ),
+        "## Targets (issue 4)\n",
         *table(["target", "measured", "goal", "verdict", "detail"], [t.row() for t in targets(m)]),
         "## stdio\n",
         *section_transport(m, "stdio", STDIO_CLIENTS),
@@ -503,6 +608,8 @@ def chart(records: list[dict[str, Any]], path: Path) -> None:
         ax.set_title("import time, fresh interpreter")
         ax.tick_params(axis="y", labelsize=8)
         ax.grid(axis="x", alpha=0.3)
+    else:
+        ax.axis("off")  # no import suite in these records: no empty axes
     ax = flat[len(panels) + 1]
     rss = []
     for client in m.clients("stdio", "stdlib-min", STDIO_CLIENTS):
