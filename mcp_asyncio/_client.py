@@ -2,10 +2,11 @@
 
 Everything enters through ``_feed(event)``, which is synchronous: it records the event, calls
 ``machine.handle`` and performs each action without awaiting. Work that needs awaiting runs in
-tasks of the client's task group: one ``ProcessSlot.run`` per spawned process (its writer and
-readers inside) and one timer task re-armed to ``machine.next_deadline()`` after every feed.
-Callers wait on one ``_Waiter`` per ticket (a bare future on asyncio). There is no protocol
-decision here (SPEC §2).
+tasks of the client's task group: one ``ProcessSlot.run`` per spawned process (the pipes are
+read by callbacks, see ``_process``). The one timer is re-armed to ``machine.next_deadline()``
+when a feed moves it earlier: on asyncio a handle in the event loop's own timer heap (shared
+by every client on the loop, no task), on trio a timer task. Callers wait on one ``_Waiter``
+per ticket (a bare future on asyncio). There is no protocol decision here (SPEC §2).
 """
 
 from __future__ import annotations
@@ -231,8 +232,10 @@ class Client:
         self._slots: dict[int, ProcessSlot] = {}
         self._running: set[ProcessSlot] = set()
         self._http: HttpExecutor | None = None
-        self._deadline_changed: anyio.Event | None = None
-        self._armed: float | None = None  # the deadline the timer task sleeps until
+        self._deadline_changed: anyio.Event | None = None  # trio: wakes the timer task
+        self._armed: float | None = None  # the deadline the timer is armed for
+        self._timer: asyncio.TimerHandle | None = None  # asyncio: the armed timer
+        self._timing = False  # asyncio: feeds can (re)arm the timer
         self._host_scope: anyio.CancelScope | None = None  # made in start(): needs a loop
         self._loop: asyncio.AbstractEventLoop | None = None  # set on asyncio (see _Waiter)
 
@@ -281,11 +284,19 @@ class Client:
                 )
             host = await stack.enter_async_context(anyio.create_task_group())
             stack.push_async_callback(self._shutdown)
-            self._deadline_changed = anyio.Event()
+            if self._loop is None:
+                self._deadline_changed = anyio.Event()
+            else:
+                self._timing = True
             self._tasks = await host.start(self._host)
-            self._http = HttpExecutor(
-                self._feed, _now, self._tasks, pool_size=self._spec.pool_size, network=self._network
-            )
+            if self._spec.url is not None:  # a stdio session holds no HTTP executor
+                self._http = HttpExecutor(
+                    self._feed,
+                    _now,
+                    self._tasks,
+                    pool_size=self._spec.pool_size,
+                    network=self._network,
+                )
         except BaseException:
             await stack.aclose()
             raise
@@ -314,6 +325,7 @@ class Client:
             finally:
                 self._phase = "stopped"  # from here on late events are dropped, not fed
                 self._recorder = None  # its file closes once the task group has ended
+                self._disarm()
                 for slot in list(self._running):  # safety net: the machine should leave none
                     slot.kill()
                 if self._http is not None:  # the machine has aborted its requests already
@@ -331,8 +343,10 @@ class Client:
         assert self._host_scope is not None
         with self._host_scope:
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(self._run_timer)
+                if self._loop is None:
+                    tasks.start_soon(self._run_timer)
                 task_status.started(tasks)
+                await anyio.sleep_forever()  # holds the task group open until _shutdown
 
     async def __aenter__(self) -> Client:
         await self.start()
@@ -614,12 +628,15 @@ class Client:
             self._recorder.record(event, secret=self._machine.is_secret(event))
         for action in self._machine.handle(event):
             self._perform(action)
-        if self._deadline_changed is not None:
+        if self._timing or self._deadline_changed is not None:
             deadline = self._machine.next_deadline()
-            # Wake the timer only for an earlier deadline: a later one is found when the armed
-            # one passes (one spare wake-up per deadline instead of a task switch per event).
+            # Re-arm the timer only for an earlier deadline: a later one is found when the
+            # armed one passes (one spare wake-up per deadline instead of one per event).
             if deadline is not None and (self._armed is None or deadline < self._armed):
-                self._deadline_changed.set()
+                if self._deadline_changed is not None:
+                    self._deadline_changed.set()
+                else:
+                    self._arm(deadline)
 
     def _perform(self, action: Action) -> None:
         match action:  # the most frequent actions first
@@ -754,8 +771,35 @@ class Client:
         finally:
             self._running.discard(slot)
 
+    def _arm(self, deadline: float) -> None:
+        """asyncio: fire ``_on_timer`` at ``deadline`` instead of at the armed one."""
+        assert self._loop is not None
+        if self._timer is not None:
+            self._timer.cancel()
+        self._armed = deadline
+        self._timer = self._loop.call_later(max(0.0, deadline - _now()), self._on_timer)
+
+    def _disarm(self) -> None:
+        self._timing = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _on_timer(self) -> None:
+        """asyncio: the armed deadline passed. Feed ``TimerFired`` if the machine's deadline is
+        due (the feed re-arms for the next one), else re-arm for it. A deadline the machine
+        fails to clear re-arms with no delay: a callback of the loop, so it cannot starve it."""
+        self._timer = self._armed = None
+        deadline = self._machine.next_deadline()
+        if deadline is None or not self._timing:
+            return
+        if _now() >= deadline:
+            self._feed(TimerFired(now=_now()))
+        else:
+            self._arm(deadline)
+
     async def _run_timer(self) -> None:
-        # One timer: sleep until machine.next_deadline(), or until a feed moved it.
+        # trio: one timer task, sleeping until machine.next_deadline(), or until a feed moved it.
         while True:
             changed = self._deadline_changed = anyio.Event()
             deadline = self._armed = self._machine.next_deadline()

@@ -3,10 +3,20 @@
 A ``ProcessSlot`` holds only I/O handles, never protocol state. It turns what happens to the
 process into events through ``feed`` and performs the stdio actions the machine asks for.
 Library exceptions are mapped to events here and nowhere else (STYLE 12).
+
+What an idle session holds (issue 14): one task, the one that awaits ``run``. The pipes are
+read by callbacks: on asyncio the event loop calls them when a pipe is readable
+(``loop.add_reader``: no task, no thread); on trio one small task per pipe waits for it
+(``anyio.wait_readable``) and calls the same callback. The process is spawned with
+``subprocess.Popen`` rather than asyncio's subprocess support, whose child watcher is a thread
+per process on Python < 3.12; it is reaped once its stdout ended, by waiting for its pidfd
+(Linux) or, elsewhere, by polling ``waitpid``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,7 +25,6 @@ from collections.abc import Callable
 from typing import Literal
 
 import anyio
-from anyio.abc import Process
 
 from _mcp_io.client import spawn_failure
 from mcp_core import (
@@ -36,6 +45,9 @@ __all__ = ["ProcessSlot"]
 # Once the process is reaped its stderr is at EOF too, unless a grandchild still holds the pipe:
 # wait this long for the last stderr bytes (the tail of ServerExited), then stop reading.
 _STDERR_DRAIN = 1.0
+_READ_SIZE = 65536
+# Without a pidfd the reaper polls waitpid from this interval, doubling up to the longest.
+_REAP_POLL = (0.001, 0.05)
 
 
 class ProcessSlot:
@@ -43,10 +55,10 @@ class ProcessSlot:
 
     stdin is a pipe of our own whose write end is non-blocking: ``write`` writes at once, in
     the caller's own step, what the pipe takes (one system call, no task switch: the common
-    case), and leaves the rest in a backlog that a writer task flushes when the pipe can take
-    more; later writes join the backlog, so order holds. ``write``/``close_stdin`` never block
-    and never feed an event (they run while the client performs actions): a failed write is
-    reported by the writer task as ``WriteFailed``.
+    case), and leaves the rest in a backlog that is flushed when the pipe can take more (by a
+    writable callback on asyncio, a writer task on trio); later writes join the backlog, so
+    order holds. ``write``/``close_stdin`` never block and never feed an event (they run while
+    the client performs actions): a failed write is reported later, as ``WriteFailed``.
     """
 
     def __init__(
@@ -57,12 +69,17 @@ class ProcessSlot:
         self._spawn_action = spawn
         self._feed = feed
         self._now = now
-        self.process: Process | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # asyncio: callbacks, not tasks
         self._stdin: int | None = None  # our end of the stdin pipe, while it is open
         self._backlog: deque[bytes] = deque()  # written in order once the pipe takes more
         self._closing = False  # close_stdin() was called: close once the backlog is written
         self._failure: str | None = None  # a write failed: later writes are dropped
-        self._wake = anyio.Event()  # set when the writer task has something to do
+        self._watching_stdin = False  # asyncio: a writable callback is registered
+        self._wake: anyio.Event | None = None  # trio: set when the writer task has work
+        self._stdout_done: anyio.Event | None = None  # set at stdout EOF
+        self._stderr_done: anyio.Event | None = None  # set at stderr EOF
+        self._stdout_fd = self._stderr_fd = -1
 
     def write(self, data: bytes) -> None:
         """Write ``data`` to stdin now, or after what is already waiting. Dropped once stdin is
@@ -96,14 +113,54 @@ class ProcessSlot:
             return
         if written < len(data):
             self._backlog.append(data[written:])
-            self._wake.set()
+            self._stdin_has_work()
 
     def _fail(self, exc: OSError) -> None:
         self._failure = f"cannot write to the server's stdin: {type(exc).__name__}"
         self._backlog.clear()
-        self._wake.set()
+        self._stdin_has_work()
+
+    def _stdin_has_work(self) -> None:
+        """A backlog to flush or a failure to report: on asyncio the loop calls
+        ``_service_stdin`` once the pipe is writable (a broken pipe is "writable" too)."""
+        if self._loop is None:
+            if self._wake is not None:
+                self._wake.set()
+        elif not self._watching_stdin and self._stdin is not None:
+            self._watching_stdin = True
+            self._loop.add_writer(self._stdin, self._service_stdin)
+
+    def _service_stdin(self) -> None:
+        """Flush what the pipe takes; once the backlog is gone, stop watching it, close stdin
+        if asked, and feed ``WriteFailed`` after a failed write (asyncio's writable callback,
+        and one round of the trio writer task)."""
+        if self._backlog and self._stdin is not None:
+            self._flush()
+            if self._backlog:
+                return  # wait for more room
+        self._unwatch_stdin()
+        if self._failure is not None:
+            if self._stdin is not None:  # reported once: the pipe closes here
+                self._close_pipe()
+                self._feed(
+                    WriteFailed(
+                        now=self._now(),
+                        slot=self.slot,
+                        generation=self.generation,
+                        reason=self._failure,
+                    )
+                )
+        elif self._closing:
+            self._close_pipe()
+
+    def _unwatch_stdin(self) -> None:
+        if self._watching_stdin:
+            self._watching_stdin = False
+            assert self._loop is not None and self._stdin is not None
+            self._loop.remove_writer(self._stdin)
 
     def _close_pipe(self) -> None:
+        self._unwatch_stdin()
         if self._stdin is not None:
             fd, self._stdin = self._stdin, None
             os.close(fd)
@@ -125,25 +182,40 @@ class ProcessSlot:
         A failed spawn is fed as ``SpawnFailed`` (``missing`` for a missing or unusable
         executable or cwd). If cancelled, the process group is killed and the process reaped.
         """
-        process = await self._spawn(self._spawn_action)
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:  # trio: its writer task waits for this
+            self._wake = anyio.Event()
+        process = self._spawn(self._spawn_action)
         if process is None:
             return
+        assert process.stdout is not None and process.stderr is not None
+        stdout = self._stdout_fd = process.stdout.fileno()
+        stderr = self._stderr_fd = process.stderr.fileno()
         self.process = process
+        self._stdout_done, self._stderr_done = anyio.Event(), anyio.Event()
         try:
             self._feed(
                 ProcessSpawned(
                     now=self._now(), slot=self.slot, generation=self.generation, pid=process.pid
                 )
             )
-            async with anyio.create_task_group() as pumps:
-                pumps.start_soon(self._write_stdin)
-                stderr_done = anyio.Event()
-                pumps.start_soon(self._read_stderr, process, stderr_done)
-                await self._read_stdout(process)
-                returncode = await process.wait()
-                with anyio.move_on_after(_STDERR_DRAIN):
-                    await stderr_done.wait()
-                pumps.cancel_scope.cancel()  # the writer: nobody reads stdin any more
+            if self._loop is not None:
+                self._loop.add_reader(stdout, self._on_stdout)
+                self._loop.add_reader(stderr, self._on_stderr)
+                try:
+                    returncode = await self._life(process)
+                finally:
+                    # No-ops for a reader its EOF removed already.
+                    self._loop.remove_reader(stdout)
+                    self._loop.remove_reader(stderr)
+            else:
+                async with anyio.create_task_group() as pumps:
+                    pumps.start_soon(self._write_stdin)
+                    pumps.start_soon(self._pump, stdout, self._on_stdout, self._stdout_done)
+                    pumps.start_soon(self._pump, stderr, self._on_stderr, self._stderr_done)
+                    returncode = await self._life(process)
+                    pumps.cancel_scope.cancel()  # the writer, and a stderr held by a grandchild
             self._feed(
                 ProcessExited(
                     now=self._now(),
@@ -157,29 +229,42 @@ class ProcessSlot:
             self._close_pipe()  # later writes are dropped once the process is gone
             with anyio.CancelScope(shield=True):
                 self.kill()
-                await process.aclose()
+                await _reap(process)
+            process.stdout.close()
+            process.stderr.close()
+
+    async def _life(self, process: subprocess.Popen[bytes]) -> int:
+        """Wait for stdout's end, reap the process, then give stderr up to ``_STDERR_DRAIN``
+        for its last bytes. Returns the exit status."""
+        assert self._stdout_done is not None and self._stderr_done is not None
+        await self._stdout_done.wait()
+        returncode = await _reap(process)
+        with anyio.move_on_after(_STDERR_DRAIN):
+            await self._stderr_done.wait()
+        return returncode
 
     @classmethod
     def background_functions(cls) -> tuple[Callable[..., object], ...]:
         """The coroutine functions that run as background tasks (see ``_client``'s KI note)."""
-        return (cls._spawn, cls._write_stdin, cls._read_stdout, cls._read_stderr)
+        return (cls._write_stdin, cls._pump)
 
-    async def _spawn(self, spawn: Spawn) -> Process | None:
+    def _spawn(self, spawn: Spawn) -> subprocess.Popen[bytes] | None:
         env = inherit_environment(os.environ, spawn.inherit) | dict(spawn.env)
         # Both ends are non-inheritable (PEP 446): the child gets the read end as its fd 0 only.
+        # Popen returns once the child has exec'd (or failed to): no await, so no cancellation
+        # can lose a process that was already created.
         theirs, ours = os.pipe()
         try:
-            # Shielded so that a cancellation cannot lose a process that was already created.
-            with anyio.CancelScope(shield=True):
-                process = await anyio.open_process(
-                    list(spawn.argv),
-                    stdin=theirs,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=env,
-                    cwd=spawn.cwd,
-                    start_new_session=True,
-                )
+            process = subprocess.Popen(
+                list(spawn.argv),
+                stdin=theirs,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                env=env,
+                cwd=spawn.cwd,
+                start_new_session=True,
+            )
         except OSError as exc:
             os.close(ours)
             reason, missing = spawn_failure(exc)
@@ -195,32 +280,31 @@ class ProcessSlot:
             return None
         finally:
             os.close(theirs)
-        os.set_blocking(ours, False)
+        assert process.stdout is not None and process.stderr is not None
+        for fd in (ours, process.stdout.fileno(), process.stderr.fileno()):
+            os.set_blocking(fd, False)
         self._stdin = ours
         return process
 
+    async def _pump(self, fd: int, on_readable: Callable[[], None], done: anyio.Event) -> None:
+        """trio: call ``on_readable`` each time ``fd`` is readable, until its EOF."""
+        while not done.is_set():
+            await anyio.wait_readable(fd)
+            on_readable()
+
     async def _write_stdin(self) -> None:
-        """Flush the backlog whenever ``write`` leaves one; report a failed write; close stdin
-        when asked, once everything before the close is written."""
+        """trio: flush the backlog whenever ``write`` leaves one, report a failed write, close
+        stdin when asked (``_service_stdin``)."""
         while True:
+            assert self._wake is not None
             await self._wake.wait()
             self._wake = anyio.Event()
             while self._backlog and self._stdin is not None:
                 await anyio.wait_writable(self._stdin)
                 self._flush()
-            if self._failure is not None:
-                self._close_pipe()
-                self._feed(
-                    WriteFailed(
-                        now=self._now(),
-                        slot=self.slot,
-                        generation=self.generation,
-                        reason=self._failure,
-                    )
-                )
+            self._service_stdin()
+            if self._stdin is None:
                 return
-            if self._closing:
-                self._close_pipe()
 
     def _flush(self) -> None:
         assert self._stdin is not None
@@ -238,31 +322,67 @@ class ProcessSlot:
                 return
             self._backlog.popleft()
 
-    async def _read_stdout(self, process: Process) -> None:
-        assert process.stdout is not None
-        try:
-            async for chunk in process.stdout:
-                self._feed(
-                    StdoutReceived(
-                        now=self._now(), slot=self.slot, generation=self.generation, data=chunk
-                    )
+    def _on_stdout(self) -> None:
+        data = _read(self._stdout_fd)
+        if data:
+            self._feed(
+                StdoutReceived(
+                    now=self._now(), slot=self.slot, generation=self.generation, data=data
                 )
-        except (anyio.BrokenResourceError, OSError):
-            pass  # a broken pipe ends the stream like EOF does
-        self._feed(StdoutClosed(now=self._now(), slot=self.slot, generation=self.generation))
+            )
+        elif data is not None:  # the end
+            assert self._stdout_done is not None
+            if self._loop is not None:
+                self._loop.remove_reader(self._stdout_fd)
+            self._stdout_done.set()
+            self._feed(StdoutClosed(now=self._now(), slot=self.slot, generation=self.generation))
 
-    async def _read_stderr(self, process: Process, done: anyio.Event) -> None:
-        assert process.stderr is not None
-        try:
-            async for chunk in process.stderr:
-                self._feed(
-                    StderrReceived(
-                        now=self._now(), slot=self.slot, generation=self.generation, data=chunk
-                    )
+    def _on_stderr(self) -> None:
+        data = _read(self._stderr_fd)
+        if data:
+            self._feed(
+                StderrReceived(
+                    now=self._now(), slot=self.slot, generation=self.generation, data=data
                 )
-        except (anyio.BrokenResourceError, OSError):
-            pass
-        done.set()
+            )
+        elif data is not None:
+            assert self._stderr_done is not None
+            if self._loop is not None:
+                self._loop.remove_reader(self._stderr_fd)
+            self._stderr_done.set()
+
+
+def _read(fd: int) -> bytes | None:
+    """One read of a readable pipe: its bytes, ``b""`` at its end (a broken pipe ends it like
+    EOF does), None when there was nothing after all."""
+    try:
+        return os.read(fd, _READ_SIZE)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+async def _reap(process: subprocess.Popen[bytes]) -> int:
+    """Wait for ``process`` to exit and reap it, without a thread: on Linux its pidfd becomes
+    readable when it exits; elsewhere ``waitpid`` is polled, from 1 ms up to every 50 ms."""
+    if process.returncode is not None:
+        return process.returncode
+    pidfd = -1
+    if hasattr(os, "pidfd_open"):
+        with contextlib.suppress(OSError):  # ENOSYS (an old kernel): poll instead
+            pidfd = os.pidfd_open(process.pid)
+    if pidfd >= 0:
+        try:
+            await anyio.wait_readable(pidfd)
+        finally:
+            os.close(pidfd)
+        return process.wait()
+    delay, longest = _REAP_POLL
+    while (returncode := process.poll()) is None:
+        await anyio.sleep(delay)
+        delay = min(2 * delay, longest)
+    return returncode
 
 
 def _killpg(pid: int, signum: int) -> None:
