@@ -13,8 +13,8 @@ the part, to <out>/scaling-<run id>.jsonl, drawn in <out>/scaling-<run id>.png):
            clients in turn at each C (A B A B), `--repeats` times. Ours get worker.py's window,
            pool_size = max(256, C), and a queue of N: every call is on the wire at once, as for
            the other clients. ours-sync stops at C = 1024 (SYNC_MAX says why).
-           N per point: max(2 C, 1.5 s at the rate this client had at the previous C) in the
-           first repeat (3,000 at C = 1), the same N in later repeats; each record carries it.
+           N per point: at least 2 C, else about 1.5 s of calls (choose_n says how it is
+           estimated); each record and log line carries it.
   memory   RSS growth per open session at S = 1, 10, 100, 1000 real sessions in one process
            (worker.py mode "sessions": each session has its own stdlib-min process), and per
            SessionMachine brought to ready without I/O (mode "machines"); once, not repeated.
@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import subprocess
 import sys
 import time
@@ -71,7 +72,7 @@ SERVER = "stdlib-min"
 # worker.py's 600 s and held the 2-core machine at a load average above 400 meanwhile. A
 # program with thousands of calls in flight belongs on mcp_asyncio.
 SYNC_MAX = 1024
-TARGET_S = 1.5  # seconds a curve point aims at, at the rate of the client's previous point
+TARGET_S = 1.5  # seconds a curve point aims at (see choose_n)
 FIRST_N = 3000  # C = 1 has no previous point: about 1 s at the ~3,000 calls/s seen there
 DEFAULT_REPEATS = 2
 GROUP_SERVERS = 100
@@ -114,24 +115,37 @@ def curve_concurrencies(plan: Plan, client: str) -> list[int]:
     return [c for c in plan.concurrencies if client != "ours-sync" or c <= SYNC_MAX]
 
 
+def choose_n(c: int, known: tuple[int, float] | None) -> int:
+    """N for a curve point with C in flight, from `known` = (C', calls/s) measured before.
+
+    At least 2 C, so every worker makes two calls and at least half of them run with C truly
+    in flight. Otherwise about TARGET_S seconds: at the rate of this very point when an
+    earlier repeat measured it (C' = C), else at the rate of the client's previous C, scaled
+    by sqrt(C' / C): past its knee a client's rate can fall tenfold within one step of C
+    (ts-sdk, 35,000 calls/s at 256 and 1,800 at 4096 in one trial), and a point must not take
+    half a minute because of it.
+    """
+    if known is None:
+        return max(2 * c, FIRST_N)
+    known_c, rate = known
+    return max(2 * c, round(TARGET_S * rate * math.sqrt(min(1.0, known_c / c))))
+
+
 def part_curve(plan: Plan, rec: Recorder) -> None:
     server = SERVERS[SERVER]
-    chosen: dict[tuple[str, int], int] = {}  # (client, C) -> N, fixed by the first repeat
-    last_rate: dict[str, float] = {}
+    measured: dict[tuple[str, int], float] = {}  # (client, C) -> calls/s, first repeat
+    previous: dict[str, tuple[int, float]] = {}  # client -> (C, calls/s) of its last point
     for repeat in range(plan.repeats):
         for c in plan.concurrencies:
             for client in plan.clients:  # A B C ... at each C, and again next repeat
                 if c not in curve_concurrencies(plan, client):
                     continue
-                n = chosen.get((client, c))
-                if n is None:
-                    if plan.fixed_n is not None:
-                        n = plan.fixed_n
-                    elif client in last_rate:
-                        n = max(2 * c, round(TARGET_S * last_rate[client]))
-                    else:
-                        n = max(2 * c, FIRST_N)
-                    chosen[client, c] = n
+                if plan.fixed_n is not None:
+                    n = plan.fixed_n
+                elif (client, c) in measured:
+                    n = choose_n(c, (c, measured[client, c]))
+                else:
+                    n = choose_n(c, previous.get(client))
                 job = {
                     "mode": "stdio",
                     "client": client,
@@ -150,7 +164,8 @@ def part_curve(plan: Plan, rec: Recorder) -> None:
                     continue
                 wall = time.perf_counter() - begun
                 [run] = result["runs"]
-                last_rate[client] = run["calls_per_s"]
+                previous[client] = (c, run["calls_per_s"])
+                measured.setdefault((client, c), run["calls_per_s"])
                 extra = {
                     "part": "curve",
                     "answered": run["answered"],
@@ -379,6 +394,7 @@ def main() -> None:
         help="curve clients (default all; ts-sdk is skipped when node is missing)",
     )
     parser.add_argument("--concurrency", default=",".join(map(str, CONCURRENCIES)))
+    parser.add_argument("--sessions", default=",".join(map(str, SESSION_COUNTS)))
     parser.add_argument(
         "--repeats", type=int, default=DEFAULT_REPEATS, help="of the curve and group parts"
     )
@@ -408,6 +424,7 @@ def main() -> None:
         parts=_csv(args.parts, PARTS),
         clients=_csv(args.clients, CURVE_CLIENTS),
         concurrencies=tuple(int(c) for c in args.concurrency.split(",") if c),
+        sessions=tuple(int(s) for s in args.sessions.split(",") if s),
         repeats=args.repeats,
     )
     run_id = args.run_id or datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")

@@ -63,26 +63,31 @@ def n_per_point(records: list[dict[str, Any]]) -> dict[str, dict[int, int]]:
 
 
 def group_lines(records: list[dict[str, Any]], curves: Curves) -> list[str]:
-    shape = {  # client -> (servers, calls)
-        r["client"]: (r["extra"]["servers"], r["n"])
+    """One header line for the group part, then one line per driver."""
+    shape = [  # (servers, calls, in flight)
+        (r["extra"]["servers"], r["n"], r["concurrency"])
         for r in records
         if r.get("extra", {}).get("part") == "group"
-    }
-    lines = []
-    for client in clients_of(curves, "group", "calls_per_s"):
+    ]
+    clients = clients_of(curves, "group", "calls_per_s")
+    if not shape or not clients:
+        return []
+    servers, calls, in_flight = shape[0]
+    lines = [
+        f"One ClientGroup of {servers} stdlib-min servers, {calls:,} calls round-robin over "
+        f"their tools, {in_flight} in flight (median of repeats):"
+    ]
+    for client in clients:
 
         def get(metric: str, client: str = client) -> float:
             values = list(curves.get(("group", client, metric), {}).values())
             return values[0] if values else float("nan")
 
-        in_flight = next(iter(curves[("group", client, "calls_per_s")]))
-        servers, calls = shape[client]
         lines.append(
-            f"{client} ClientGroup of {servers} servers, {calls:,} calls, {in_flight} in flight: "
-            f"start {get('group_start_ms'):,.0f} ms, "
-            f"{get('calls_per_s'):,.0f} calls/s, p99 {get('p99_ms'):,.1f} ms, peak RSS "
-            f"{get('peak_rss_mib'):,.1f} MiB (servers {get('servers_rss_mib'):,.0f} MiB), "
-            f"close {get('close_ms'):,.0f} ms, processes left {get('processes_left'):.0f}"
+            f"{client:12}  start {get('group_start_ms'):6,.0f} ms  "
+            f"{get('calls_per_s'):7,.0f} calls/s  p99 {get('p99_ms'):7,.1f} ms  "
+            f"peak RSS {get('peak_rss_mib'):5,.1f} MiB (servers {get('servers_rss_mib'):,.0f} MiB)"
+            f"  close {get('close_ms'):5,.0f} ms  processes left {get('processes_left'):.0f}"
         )
     return lines
 
@@ -124,7 +129,7 @@ def draw(records: list[dict[str, Any]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     curves = medians(records)
     plain = FuncFormatter(lambda v, _pos: f"{v:,.0f}" if v >= 1 else f"{v:g}")
@@ -136,8 +141,11 @@ def draw(records: list[dict[str, Any]], path: Path) -> None:
         (axes[1][1], "memory", "rss_growth_mib", "RSS growth, MiB", "open sessions"),
     ]
     for ax, part, metric, ylabel, xlabel in panels:
+        log_y = metric != "kib_per_session"
         for client in clients_of(curves, part, metric):
             points = curves[(part, client, metric)]
+            if log_y:  # a growth that rounds to 0 pages has no place on a log axis
+                points = {x: v for x, v in points.items() if v > 0}
             label = client
             if client == "ours-core":
                 label = "ours-core (SessionMachine alone)"
@@ -152,9 +160,11 @@ def draw(records: list[dict[str, Any]], path: Path) -> None:
                 linestyle="--" if client.startswith("raw") or client == "ours-core" else "-",
             )
         ax.set_xscale("log")
-        if metric != "kib_per_session":
-            ax.set_yscale("log")
         ax.xaxis.set_major_formatter(plain)
+        if log_y:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_minor_formatter(NullFormatter())
         ax.yaxis.set_major_formatter(plain)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -175,16 +185,16 @@ def draw(records: list[dict[str, Any]], path: Path) -> None:
     lines = group_lines(records, curves)
     if lines:
         fig.text(
-            0.5,
-            0.015,
+            0.02,
+            0.012,
             "\n".join(lines),
-            ha="center",
+            ha="left",
             va="bottom",
-            fontsize=9,
+            fontsize=8.5,
             family="monospace",
             bbox={"boxstyle": "round", "facecolor": "#f4f4f4", "edgecolor": "#999999"},
         )
-    fig.tight_layout(rect=(0, 0.02 + 0.025 * len(lines), 1, 0.96))
+    fig.tight_layout(rect=(0, 0.02 + 0.018 * len(lines), 1, 0.96))
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
