@@ -36,9 +36,10 @@ def encode_message(message: object) -> bytes:
     return dumps_line(message)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Message:
-    """A line that held a JSON object (a message) or array (a 2025-03-26 batch)."""
+    """A line that held a JSON object (a message) or array (a 2025-03-26 batch). Not frozen:
+    one is made per line read, and a frozen dataclass costs about twice as much to build."""
 
     payload: dict[str, Any] | list[Any]
 

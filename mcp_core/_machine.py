@@ -219,8 +219,13 @@ class SessionMachine:
             raise ValueError("oauth= is for url servers without an Authorization header")
         pooled = spec.concurrency == "pooled"
         self._connections = [Connection(index=i) for i in range(spec.pool_size if pooled else 1)]
+        # stdio's window never depends on the era (SPEC §6): one number, not a lookup per call.
+        stdio_cap = spec.pool_size if spec.default_concurrency(None) == "stateless" else 1
         self._admission = Admission(
-            self._connections, spec.queue_limit, lambda: self.in_flight_cap, self._out
+            self._connections,
+            spec.queue_limit,
+            (lambda: stdio_cap) if not http else (lambda: self.in_flight_cap),
+            self._out,
         )
         self._transport: StdioTransport | HttpTransport | Authorization
         self._auth: Authorization | None = None
@@ -441,7 +446,7 @@ class SessionMachine:
     def _on_connect(self, phase: SessionPhase) -> None:
         if self._phase in (SessionPhase.RUNNING, SessionPhase.CLOSING):
             # Already running: ignored; still stopping: a restart waits for the stop to end.
-            self._log("DEBUG", "Connect while started or still stopping: ignored")
+            self.log("DEBUG", "Connect while started or still stopping: ignored")
             return
         self._phase = phase
         self._permanent = self._connect_error = None
@@ -511,7 +516,7 @@ class SessionMachine:
             self._calls.input_answered(connection, str(request_id), event)
         elif connection.phase is not Phase.READY or self._phase is not SessionPhase.RUNNING:
             # The connection that asked is gone; its server no longer waits for this answer.
-            self._log("DEBUG", f"dropped the answer to server request {request_id!r}")
+            self.log("DEBUG", f"dropped the answer to server request {request_id!r}")
         elif event.result is not None:
             self.send(connection, rpc.result_response(request_id, event.result))
         else:
@@ -537,7 +542,7 @@ class SessionMachine:
         for connection in self._connections:
             self._connection_timers(connection, now)
         if self._close_deadline is not None and self._close_deadline <= now:
-            self._log("ERROR", "stopping took too long; answering Close without the rest")
+            self.log("ERROR", "stopping took too long; answering Close without the rest")
             self._answer_close()
         self._calls.pump()
 
@@ -587,7 +592,7 @@ class SessionMachine:
         elif isinstance(message, rpc.Notification):
             self._on_notification(connection, message)
         else:
-            self._log("WARNING", f"skipped an invalid message from the server: {message.reason}")
+            self.log("WARNING", f"skipped an invalid message from the server: {message.reason}")
 
     def oversized(self, connection: Connection, request_id: object, size: int) -> None:
         self._unanswerable(
@@ -614,7 +619,7 @@ class SessionMachine:
             del connection.requests[request_id]
             self.lose(connection, owner, error, request_id)
         else:
-            self._log("WARNING", f"discarded a message for no known request: {error.message}")
+            self.log("WARNING", f"discarded a message for no known request: {error.message}")
 
     def lose(
         self,
@@ -634,7 +639,7 @@ class SessionMachine:
         elif owner == LISTEN and request_id is not None:
             self._subscriptions.ended(connection, request_id, error)
         else:  # a renewal (log level, subscription) the next session sends again
-            self._log("DEBUG", f"{owner} was lost: {error.message}")
+            self.log("DEBUG", f"{owner} was lost: {error.message}")
 
     def spawn_failed(self, connection: Connection, reason: str, missing: bool) -> None:
         if self.closing:
@@ -721,8 +726,6 @@ class SessionMachine:
     def log(self, level: str, message: str) -> None:
         self._out.append(Log(level=level, logger=self._logger, message=message))
 
-    _log = log
-
     # --- the handshake -----------------------------------------------------------------------
 
     def _connect(self, connection: Connection) -> None:
@@ -798,7 +801,7 @@ class SessionMachine:
             self._asks.cancelled(connection, params.get("requestId"))
         elif note.method == "notifications/elicitation/complete":
             if not self._asks.completed(params.get("elicitationId")):
-                self._log("DEBUG", "ignored a completion of an unknown URL elicitation")
+                self.log("DEBUG", "ignored a completion of an unknown URL elicitation")
         elif note.method == "notifications/message":
             level = _LOG_LEVELS.get(str(params.get("level")), "INFO")
             data = params.get("data")
@@ -811,7 +814,7 @@ class SessionMachine:
         if owner is None:
             # A late answer to a request that timed out or was cancelled: the cancellation
             # page says the sender "SHOULD ignore" it.
-            self._log("DEBUG", f"ignored an answer to unknown request id {response.id!r}")
+            self.log("DEBUG", f"ignored an answer to unknown request id {response.id!r}")
         elif isinstance(owner, Work):
             self._calls.answer(connection, owner, response)
         elif owner in (DISCOVER, INITIALIZE):
@@ -821,7 +824,7 @@ class SessionMachine:
             self._subscriptions.ended(connection, response.id, response.error)
         elif response.error is not None:
             message = str(response.error.get("message"))[:200]
-            self._log("WARNING", f"the server refused {owner} on a new session: {message}")
+            self.log("WARNING", f"the server refused {owner} on a new session: {message}")
 
     # --- admission -------------------------------------------------------------------------
 

@@ -80,8 +80,15 @@ __all__ = [
 ]
 
 
+# _IDENTITY_HASH: the tables are looked up by (phase, event type) on every event, and
+# ``enum.Enum.__hash__`` is a Python function (it hashes the member's name). Members are
+# singletons compared by identity, so the identity hash is the same relation, in C.
+
+
 class SessionPhase(enum.Enum):
     """The client as a whole."""
+
+    __hash__ = object.__hash__  # see _IDENTITY_HASH
 
     NEW = "new"  # built, never connected
     RUNNING = "running"  # connected (or connecting, or retrying)
@@ -91,6 +98,8 @@ class SessionPhase(enum.Enum):
 
 class Phase(enum.Enum):
     """One connection: a server process (stdio) or an HTTP session."""
+
+    __hash__ = object.__hash__  # see _IDENTITY_HASH
 
     IDLE = "idle"  # nothing runs; a retry may be armed
     SPAWNING = "spawning"  # Spawn asked for; waiting for ProcessSpawned or SpawnFailed
@@ -108,6 +117,8 @@ class Phase(enum.Enum):
 class Step(enum.Enum):
     """What a layer does or learns that moves a connection."""
 
+    __hash__ = object.__hash__  # see _IDENTITY_HASH
+
     SPAWN = "Spawn sent"
     OPEN = "HTTP endpoint opened"
     PROBE = "server/discover sent"
@@ -122,6 +133,8 @@ class Step(enum.Enum):
 
 class StopStage(enum.Enum):
     """How far the shutdown of one server process has gone (SPEC §8)."""
+
+    __hash__ = object.__hash__  # see _IDENTITY_HASH
 
     NONE = "none"  # not stopping
     STDIN_CLOSED = "stdin closed"  # CloseStdin sent; waiting shutdown_grace
@@ -261,6 +274,8 @@ def stop_step(stage: StopStage, step: type[Event] | Step) -> StopStage:
 class AuthPhase(enum.Enum):
     """Where the authorization layer is (``_authorization.py``)."""
 
+    __hash__ = object.__hash__  # see _IDENTITY_HASH
+
     UNAUTHORIZED = "unauthorized"  # no token: requests go out without one
     AUTHORIZED = "authorized"  # requests carry the token
     DISCOVERING_RESOURCE = "discovering the protected resource"  # RFC 9728
@@ -276,6 +291,8 @@ class AuthPhase(enum.Enum):
 
 class AuthStep(enum.Enum):
     """What the authorization layer starts or learns."""
+
+    __hash__ = object.__hash__  # see _IDENTITY_HASH
 
     DISCOVER = "protected resource metadata asked for"
     DISCOVER_SERVER = "authorization server metadata asked for"
