@@ -81,6 +81,7 @@ clean:
 bench: venv node_modules
 	$(PY) bench/run_stdio.py
 	$(PY) bench/run_http.py
+	$(PY) bench/run_scaling.py
 	$(PY) bench/report.py
 
 # The chaos soak (issue 13): per driver, 1,000,000 stdio calls with the server SIGKILLed every
