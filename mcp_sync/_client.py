@@ -4,14 +4,15 @@ Every thread (callers, readers, writers, the timer) enters the machine through `
 which holds one lock while it records the event, runs ``machine.handle`` and performs the
 actions that cannot block (writing to a pipe that has room, or queueing the write, keeps
 per-slot write order equal to feed order). Actions that may block or run user code (spawning,
-progress callbacks, logging) run after the lock is released. The timer thread waits on a
-condition of the same lock and is woken by every feed, so it always sleeps until the
-machine's current ``next_deadline()``.
+progress callbacks, logging) run after the lock is released. An idle session holds no thread
+of its own: the client's one timer is a deadline in the ``timer`` thread that every client of
+the process shares, re-armed when a feed moves the machine's ``next_deadline()`` earlier, and
+its server's pipes are watched by the shared ``io`` thread (``_process.SharedLoop``).
 
 On stdio, a caller that waits alone (as did the callers of the busy spell before) writes its
-request and reads the server's stdout itself, instead of handing both to the slot's threads:
+request and reads the server's stdout itself, instead of handing both to the I/O thread:
 three thread switches fewer per sequential call (``_process.py``). Many callers at once leave
-both to those threads, which batch.
+both to that thread, which batches.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ from mcp_core.driver import CompletionRef, completion_params
 from mcp_core.replay import Recorder
 
 from ._http import HttpExecutor, HttpRequest
-from ._process import ProcessSlot
+from ._process import ProcessSlot, SharedLoop, Timer
 
 if TYPE_CHECKING:
     import ssl
@@ -192,8 +193,10 @@ class Client:
         )
         self._browser = BrowserStep(self._spec, authorize, time.monotonic)
         self._lock = threading.Lock()
-        self._wake = threading.Condition(self._lock)  # the timer waits on it
-        self._armed: float | None = None  # the deadline the timer thread sleeps until
+        self._armed: float | None = None  # the deadline the timer is armed for
+        self._timer: Timer | None = None  # that deadline, in the shared timer thread
+        self._timers: SharedLoop | None = None  # the shared timer thread, while running
+        self._io: SharedLoop | None = None  # the shared I/O thread, from the first spawn
         self._phase = "new"  # -> "running" -> "stopping" -> "stopped"; driver bookkeeping only
         self._last_now = 0.0
         self._tickets = itertools.count(1)
@@ -214,7 +217,6 @@ class Client:
         self._old_slots: list[ProcessSlot] = []
         self._record_file: IO[str] | None = None
         self._recorder: Recorder | None = None
-        self._timer: threading.Thread | None = None
         self._http = HttpExecutor(
             self._feed, time.monotonic, pool_size=self._spec.pool_size, network=self._network
         )
@@ -252,10 +254,7 @@ class Client:
                     known_era=self._machine.known_era,
                 )
             self._phase = "running"
-            self._timer = threading.Thread(
-                target=self._run_timer, name="mcp-sync-timer", daemon=True
-            )
-            self._timer.start()
+            self._timers = SharedLoop.acquire("timer")
             # Connect is handled before the lock is released, so a concurrent stop() always
             # feeds Close after it.
             later = self._handle(Connect(now=time.monotonic()))
@@ -605,11 +604,20 @@ class Client:
         for action in self._machine.handle(event):
             self._perform(action, caller, later)
         deadline = self._machine.next_deadline()
-        # Wake the timer only for an earlier deadline: a later one is found when the armed one
-        # passes (one spare wake-up per deadline instead of a thread switch per event).
+        # Re-arm the timer only for an earlier deadline: a later one is found when the armed
+        # one passes (one spare wake-up per deadline instead of one per event).
         if deadline is not None and (self._armed is None or deadline < self._armed):
-            self._wake.notify()
+            self._arm(deadline)
         return later
+
+    def _arm(self, deadline: float) -> None:
+        """With the lock held: have the shared timer thread call ``_on_timer`` at
+        ``deadline`` instead of at the armed one."""
+        assert self._timers is not None
+        if self._timer is not None:
+            self._timer.cancel()
+        self._armed = deadline
+        self._timer = self._timers.call_at(deadline, self._on_timer)
 
     def _perform(
         self, action: Action, caller: _Waiter | None, later: list[Callable[[], None]]
@@ -637,7 +645,11 @@ class Client:
                 self._old_slots = [old for old in self._old_slots if not old.finished]
                 if action.slot in self._slots:
                     self._old_slots.append(self._slots[action.slot])
-                slot = self._slots[action.slot] = ProcessSlot(action, self._feed, time.monotonic)
+                if self._io is None:
+                    self._io = SharedLoop.acquire("io")
+                slot = self._slots[action.slot] = ProcessSlot(
+                    action, self._feed, time.monotonic, self._io
+                )
                 later.append(slot.start)
             case CloseStdin():
                 if action.slot in self._slots:
@@ -741,19 +753,20 @@ class Client:
             later = self._handle(event)
         _run(later)
 
-    def _run_timer(self) -> None:
-        # One timer: sleep until machine.next_deadline(), or until a feed notifies `_wake`.
-        while True:
-            with self._lock:
-                if self._phase == "stopped":
-                    return
-                deadline = self._armed = self._machine.next_deadline()
-                now = time.monotonic()
-                if deadline is None or now < deadline:
-                    self._wake.wait(None if deadline is None else deadline - now)
-                    continue
-                later = self._handle(TimerFired(now=now))
-            _run(later)
+    def _on_timer(self) -> None:
+        """In the shared timer thread: the armed deadline passed. Feed ``TimerFired`` if the
+        machine's deadline is due (the feed re-arms for the next one), else re-arm for it."""
+        with self._lock:
+            self._timer = self._armed = None
+            deadline = self._machine.next_deadline()
+            if self._phase == "stopped" or deadline is None:
+                return
+            now = time.monotonic()
+            if now < deadline:
+                self._arm(deadline)
+                return
+            later = self._handle(TimerFired(now=now))
+        _run(later)
 
     def _teardown(self) -> None:
         """After the Close reply (or an interrupted stop): stop the timer, kill whatever process
@@ -762,14 +775,19 @@ class Client:
         deadline = time.monotonic() + _JOIN_BOUND
         with self._lock:
             self._phase = "stopped"
-            self._wake.notify()
-        if self._timer is not None:
-            self._timer.join(max(0.0, deadline - time.monotonic()))
+            if self._timer is not None:
+                self._timer.cancel()
+            timers, self._timers = self._timers, None
+        if timers is not None:  # the last client's release ends the shared thread
+            timers.release(deadline)
         with self._lock:
             slots = [*self._old_slots, *self._slots.values()]
+            io, self._io = self._io, None
         for slot in slots:
             slot.kill()
             slot.join(deadline)
+        if io is not None:
+            io.release(deadline)
         self._http.close(deadline)  # the machine has aborted its requests already
         self._browser.close()  # a browser step still waiting ends within 0.1 s
         if self._updater is not None:  # it runs the updates already queued, then ends

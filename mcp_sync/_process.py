@@ -1,73 +1,85 @@
-"""The I/O handles of one stdio slot: a child process, two reader threads and a writer thread.
+"""The I/O handles of one stdio slot: a child process and its pipes, watched by the I/O thread
+that every session of this process shares.
 
 Nothing here decides anything about the protocol. The slot turns OS results into core events
 and hands them to ``feed`` (the client's single entry into the machine), which may be called
-from any of these threads.
+from the shared I/O thread or from a caller's thread.
+
+Theory of operation: the shared threads (issue 14)
+--------------------------------------------------
+An idle session holds no thread of its own. ``SharedLoop`` is one thread of the process that
+waits, in one ``select``, for every session's pipes (stdout and stderr readable, stdin writable
+while a write waits for room, a pidfd once stdout ended) and for deadlines, and calls back.
+There are two, each started by the first client that needs it and ended (and joined) when the
+last one stops: ``io`` (``mcp-sync-io``) runs the slots' callbacks, ``timer``
+(``mcp-sync-timer``) every client's timer, so that a callback that blocks in the I/O thread
+(a progress callback, a logging handler) never holds back a timeout. Whatever the I/O thread
+feeds runs there: the actions a feed returns (progress callbacks, Log records,
+``elicitation_complete``) run in the thread that read the bytes, a reading caller's own or the
+I/O thread, and one that blocks there holds up the pipes of every session of the process, as
+on an event loop.
 
 Theory of operation: who reads stdout
 -------------------------------------
 A caller that waits alone (the client decides: ``Client._alone``) reads its own answer from
-stdout in its own thread (``read_until``) instead of waiting for the stdout thread to read it
+stdout in its own thread (``read_until``) instead of waiting for the I/O thread to read it
 and wake it: two thread switches fewer per sequential call. Its request was written from its
 own thread too (``write(alone=True)``), so a sequential call needs no other thread at all.
 
 - **A step** is one read of stdout and the feed of what it gave (for a caller, after a poll of
-  [stdout, wake-up pipe]). A step runs under ``_reading``, always taken with ``with``: two
-  threads never read or feed stdout at the same time, and events reach ``feed`` in byte order
-  whoever reads. ``with`` releases the lock even when KeyboardInterrupt unwinds the step
-  (since 3.11 no interrupt can land between ``__enter__`` and the protected block), so the
-  lock never stays taken by a thread that left. A caller's poll lasts at most
-  ``_READ_SLICE_MS``; a caller that finds another thread's step in progress waits for it in
-  such slices (``_renew``), renewing its lease and watching its ``done``, so a timeout or
-  stop() still reaches it there.
+  [stdout, wake-up pipe]). A step runs under ``_reading``, always taken with ``with`` by a
+  caller and without blocking by the I/O thread: two threads never read or feed stdout at the
+  same time, and events reach ``feed`` in byte order whoever reads. ``with`` releases the lock
+  even when KeyboardInterrupt unwinds the step (since 3.11 no interrupt can land between
+  ``__enter__`` and the protected block), so the lock never stays taken by a thread that left.
+  A caller's poll lasts at most ``_READ_SLICE_MS``; a caller that finds another thread's step
+  in progress waits for it in such slices (``_renew``), renewing its lease and watching its
+  ``done``, so a timeout or stop() still reaches it there.
 - **The turn is a lease**, a time (``_lease_until``) and no count: while it lies ahead, the
-  stdout thread leaves stdout to the callers. A reading caller renews it, to ``_LEASE`` ahead,
+  I/O thread leaves stdout to the callers. A reading caller renews it, to ``_LEASE`` ahead,
   before each step and while it waits for one; on its way out it shortens it (to ``_LINGER``
-  ahead, or to now when other callers still wait, with a notify). Nothing has to run to end a
-  lease: a caller that stops renewing for any reason (an exception, or a second Ctrl-C that
-  skipped ``_give_back``) loses it at most ``_LEASE`` after its last renewal, and the stdout
-  thread then reads on (notifications, late replies, EOF). Stale lease state costs time,
-  never progress.
-- **The stdout thread** waits on ``_turns`` while a lease runs, looking again every
-  ``_LINGER`` (a caller that shortens its lease does not wake it: no thread switch per call).
-  Once the lease ran out it reads, in one of two ways. After a lone caller (or before any):
-  it polls stdout holding no lock and takes a step only if the data is still there and no
-  lease was renewed meanwhile, so the next lone caller gets the turn at once. After a crowd
-  (the last lease was handed back to other waiting callers, ``_crowd``): it waits for data
-  in a plain blocking read under ``_reading``, one system call per chunk as before this
-  design (a poll first adds a system call and a GIL round trip per chunk: in one interleaved
-  series that was about 4% fewer calls/s at 16 and 256 in flight). A lone caller that comes
-  then waits for that read (its own answer ends it) and is handed its answer once; its lease
-  then brings the stdout thread back to the first way.
+  ahead, or to now when other callers still wait, waking the I/O thread). Nothing has to run
+  to end a lease: a caller that stops renewing for any reason (an exception, or a second
+  Ctrl-C that skipped ``_give_back``) loses it at most ``_LEASE`` after its last renewal, and
+  the I/O thread then reads on (notifications, late replies, EOF). Stale lease state costs
+  time, never progress.
+- **The I/O thread** reads stdout when it is readable and no lease runs. When stdout is
+  readable during a lease (usually the lone caller's own answer) it *parks* the slot: it stops
+  watching stdout (else ``select`` would return at once, again and again) and looks at the
+  lease again when it runs out, at the latest every ``_LINGER`` (a caller that shortens its
+  lease does not wake it: no thread switch per call), or at once when a caller ends the lease
+  (``_give_back`` without linger, ``kill``). It never blocks on ``_reading``: if a caller's
+  step holds it, it parks too.
 - **The wake-up pipe** gets a byte from ``wake`` when another thread answers a reading caller
   (the timer's RequestTimeout, stop()'s Close, a step of another reader), so its poll ends at
   once. Bytes are drained by whoever polls it; a stale one costs one empty step.
-- **EOF** is left to the stdout thread: a caller that reads it sets ``_eof`` and returns; the
-  stdout thread then tells the end of the process (StdoutClosed, ProcessExited) and closes
-  the wake-up pipe. ``kill`` ends any lease, so stop() never waits for one.
-
-Which thread runs callbacks: the actions a feed returns (progress callbacks, Log records,
-``elicitation_complete``) run in the thread that read the bytes, inside its step: a reading
-caller's own thread, or the stdout thread. A callback that blocks holds up stdout either way.
+- **EOF**: whoever reads it sets ``_eof``; the I/O thread then tells the end of the process
+  (StdoutClosed, then ProcessExited once it is reaped and stderr ended) and closes the
+  wake-up pipe. ``kill`` ends any lease, so stop() never waits for one.
 
 Lock order: ``_reading`` -> the client's lock -> ``_turns`` (and ``_freed``, the same lock)
-or ``_stdin_lock``. Only ``_reading`` is held across a wait for data or a callback; ``_turns``
-and ``_stdin_lock`` are held only for non-blocking work (a non-blocking pipe write included),
-and no thread takes ``_reading`` while it holds ``_turns``.
+or ``_stdin_lock`` -> a shared loop's lock. Only ``_reading`` is held across a wait for data or
+a callback; the others are held only for non-blocking work (a non-blocking pipe write
+included), and no thread takes ``_reading`` while it holds ``_turns``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
+import logging
+import math
 import os
-import queue
 import select
+import selectors
 import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from typing import Literal
+from typing import ClassVar, Literal
 
 from _mcp_io.client import spawn_failure
 from mcp_core import (
@@ -83,91 +95,240 @@ from mcp_core import (
 )
 from mcp_core.driver import inherit_environment
 
-__all__ = ["ProcessSlot"]
+__all__ = ["ProcessSlot", "SharedLoop"]
 
+_log = logging.getLogger(__name__)
 
 _READ_SIZE = 65536
 # A dead child makes writes fail at once and closes stderr; only a grandchild that inherited
 # the pipes can keep them busy, and it must not hold ProcessExited back for long.
 _DRAIN_BOUND = 1.0
 # What is left of a caller's lease once it returns with nobody else waiting: a caller that
-# calls again meanwhile still holds the turn, without waking the stdout thread. It is also how
+# calls again meanwhile still holds the turn, without waking the I/O thread. It is also how
 # often that thread looks at a lease, so how late a notification can be seen between calls.
 _LINGER = 0.01
 # A caller reading stdout polls in slices of this many ms, so KeyboardInterrupt reaches the
 # main thread promptly whichever thread the signal was delivered to (the client's _WAIT_SLICE).
 _READ_SLICE_MS = 100
 # How far ahead a caller renews its lease before each step: a few slices, so a live caller
-# never loses it in the middle of one. The longest the stdout thread waits for a caller that
+# never loses it in the middle of one. The longest the I/O thread waits for a caller that
 # stopped renewing without giving the turn back.
 _LEASE = 3 * _READ_SLICE_MS / 1000
+# Without a pidfd the reaper polls waitpid from this interval, doubling up to the longest.
+_REAP_POLL = (0.001, 0.05)
+
+
+class Timer:
+    """A callback that ``SharedLoop.call_at`` will run; ``cancel`` makes it a no-op."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self.callback: Callable[[], None] | None = callback
+
+    def cancel(self) -> None:
+        self.callback = None
+
+
+class SharedLoop:
+    """One thread of this process that waits for file descriptors and deadlines, and calls
+    back. ``acquire(kind)`` returns the running one of that kind (starting it), ``release``
+    gives it back; the last release ends its thread and joins it (unless called from it).
+
+    ``call_soon`` and ``call_at`` may be called from any thread; ``watch`` and ``unwatch`` only
+    from the loop's own thread (use ``call_soon`` to get there). A callback that raises is
+    logged; the loop goes on.
+    """
+
+    _guard = threading.Lock()
+    _running: ClassVar[dict[str, SharedLoop]] = {}
+
+    def __init__(self, kind: str) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._lock = threading.Lock()  # guards the fields below
+        self._soon: list[Callable[[], None]] = []
+        self._timers: list[tuple[float, int, Timer]] = []  # a heap by deadline
+        self._order = itertools.count()
+        self._woken = False  # a byte is in the wake-up pipe
+        self._until = -math.inf  # when the thread's select ends by itself (-inf: not in one)
+        self._users = 0
+        self._ending = False
+        self.thread = threading.Thread(target=self._run, name=f"mcp-sync-{kind}", daemon=True)
+
+    @classmethod
+    def acquire(cls, kind: str) -> SharedLoop:
+        with cls._guard:
+            loop = cls._running.get(kind)
+            if loop is None:
+                loop = cls._running[kind] = SharedLoop(kind)
+                loop.thread.start()
+            loop._users += 1
+            return loop
+
+    def release(self, deadline: float) -> None:
+        """Give the loop back; the last user ends its thread and joins it by ``deadline``."""
+        with SharedLoop._guard:
+            self._users -= 1
+            if self._users > 0:
+                return
+            for kind, loop in list(SharedLoop._running.items()):
+                if loop is self:
+                    del SharedLoop._running[kind]
+            with self._lock:
+                self._ending = True
+                self._wake()
+        if threading.current_thread() is not self.thread:
+            self.thread.join(max(0.0, deadline - time.monotonic()))
+
+    def call_soon(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            self._soon.append(callback)
+            self._wake()
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
+        """Run ``callback`` at ``when`` (``time.monotonic``), unless cancelled first."""
+        timer = Timer(callback)
+        with self._lock:
+            heapq.heappush(self._timers, (when, next(self._order), timer))
+            if when < self._until:
+                self._wake()
+        return timer
+
+    def watch(self, fd: int, events: int, callback: Callable[[], None]) -> None:
+        """In the loop's thread: call ``callback`` while ``fd`` is ready for ``events``."""
+        self._selector.register(fd, events, callback)
+
+    def unwatch(self, fd: int) -> None:
+        """In the loop's thread: stop watching ``fd`` (nothing happens if it is not)."""
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(fd)
+
+    def _wake(self) -> None:
+        """Under ``_lock``: end the thread's select (at most one byte waits in the pipe)."""
+        if not self._woken:
+            self._woken = True
+            with contextlib.suppress(BlockingIOError):
+                os.write(self._wake_w, b"\0")
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    if self._ending:
+                        return
+                    now = time.monotonic()
+                    due: list[Callable[[], None] | None] = []
+                    while self._timers and self._timers[0][0] <= now:
+                        due.append(heapq.heappop(self._timers)[2].callback)
+                    due += self._soon
+                    self._soon = []
+                    if due:
+                        timeout: float | None = 0.0
+                    elif self._timers:
+                        timeout = self._timers[0][0] - now
+                    else:
+                        timeout = None
+                    self._until = math.inf if timeout is None else now + timeout
+                for callback in due:
+                    if callback is not None:
+                        self._call(callback)
+                ready = self._selector.select(timeout)
+                with self._lock:
+                    self._until = -math.inf  # awake: a new deadline is seen before the next
+                for key, _ in ready:
+                    if key.fd == self._wake_r:
+                        with self._lock:
+                            self._woken = False
+                            with contextlib.suppress(BlockingIOError):
+                                os.read(self._wake_r, 4096)
+                    else:
+                        self._call(key.data)
+        finally:
+            self._selector.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+
+    @staticmethod
+    def _call(callback: Callable[[], None]) -> None:
+        try:
+            callback()
+        except Exception:
+            _log.exception("a callback of the shared I/O thread raised")
 
 
 class ProcessSlot:
-    """One server process of one slot. Writes queued before the process exists are kept and
-    written, in order, once it runs; writes to a slot whose spawn failed are dropped."""
+    """One server process of one slot, watched by the shared ``io`` loop. Writes queued before
+    the process exists are kept and written, in order, once it runs; writes to a slot whose
+    spawn failed are dropped."""
 
     def __init__(
-        self, spawn: Spawn, feed: Callable[[Event], None], now: Callable[[], float]
+        self,
+        spawn: Spawn,
+        feed: Callable[[Event], None],
+        now: Callable[[], float],
+        loop: SharedLoop,
     ) -> None:
         self.slot = spawn.slot
         self.generation = spawn.generation  # echoed by every event of this process
         self._spawn_action = spawn
         self._feed = feed
         self._now = now
+        self._loop = loop
         self._proc: subprocess.Popen[bytes] | None = None
-        # bytes to write, or None: close stdin and stop the writer.
-        self._writes: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         # Writes queued (counted by callers, under the client's lock) and written in full
-        # (counted by the writer thread): each count has one writer, so neither needs a lock.
+        # (counted by the I/O thread): each count has one writer, so neither needs a lock.
         self._queued_writes = self._written = 0
-        self._stdin_lock = threading.Lock()  # guards _stdin: a direct write vs. the close
-        self._stdin = -1  # stdin's fd (non-blocking) while the writer thread runs
-        self._threads: list[threading.Thread] = []
+        self._stdin_lock = threading.Lock()  # guards _stdin, _pending, _flushing, _close_asked
+        self._stdin = -1  # stdin's fd (non-blocking) while it is open
+        self._pending: deque[bytes] = deque()  # queued writes, for the I/O thread
+        self._flushing = False  # a flush is scheduled or waits for room
+        self._close_asked = False  # close_stdin(): close once everything before is written
+        self._out: memoryview | None = None  # I/O thread: the batch being written
+        self._out_count = 0  # how many writes that batch holds
+        self._watching_stdin = False  # I/O thread: waiting for room in the pipe
         # Held across a whole spawn, so stop() never misses a process that is being started.
         self._spawning = threading.Lock()
         self._closed = False
+        self._finished = threading.Event()  # ProcessExited fed (or no process at all)
         # Held with `with` for each step (poll, read, feed): one reader of stdout at a time.
         self._reading = threading.Lock()
         self._poll = select.poll()  # stdout and the wake-up pipe; used under _reading only
         self._stdout = -1  # stdout's fd, set before any reader starts
-        turns = threading.Lock()  # guards the fields below; never held for blocking work
-        self._turns = threading.Condition(turns)  # the stdout thread waits for leases to end
-        self._freed = threading.Condition(turns)  # callers wait for a step in progress to end
+        self._turns = threading.Lock()  # guards the fields below; never held for blocking work
+        self._freed = threading.Condition(self._turns)  # callers wait for a step to end
         self._lease_until = 0.0  # callers read stdout until then (monotonic): the lease
         self._lessee = 0  # the thread that renewed it last (only it shortens it)
         self._step_waiters = 0  # callers in _freed.wait (a count left too high costs a notify)
-        # The last lease was handed back to a crowd of waiting callers: the stdout thread then
-        # waits for data in a blocking read under _reading (see the theory above).
-        self._crowd = False
+        self._parked = False  # the I/O thread stopped watching stdout while a lease runs
+        self._unpark_timer: Timer | None = None
         self._eof = False  # stdout ended: nobody polls it any more
         # Ends a reader's poll at once; -1 before spawn and once closed.
         self._wake_r = self._wake_w = -1
+        # The end of the process, in the I/O thread.
+        self._returncode: int | None = None
+        self._stderr = -1  # stderr's fd while it is open
+        self._pidfd = -1
+        self._drain_timer: Timer | None = None
 
     def write(self, data: bytes, *, alone: bool = False) -> None:
         """Write ``data`` to stdin after every write before (a failed write is fed back as
-        WriteFailed by the writer thread); never blocks. Call it under the client's lock (it
+        WriteFailed by the I/O thread); never blocks. Call it under the client's lock (it
         is, from ``Client._perform``): that keeps the write order the feed order.
 
         With ``alone`` (the client has at most one caller waiting) a message of up to PIPE_BUF
         bytes goes to the pipe at once from this thread when everything queued before has been
-        written, saving the writer thread's wake-up; if the pipe has no room it is queued.
-        Otherwise the writer thread writes whatever gathered meanwhile in one system call:
+        written, saving the I/O thread's wake-up; if the pipe has no room it is queued.
+        Otherwise the I/O thread writes whatever gathered meanwhile in one system call:
         measured, many callers each writing at once made the server read one message per
         wake-up and cost 40% at 256 in flight."""
-        self._write(data, alone)
-
-    def close_stdin(self) -> None:
-        """Close stdin behind every write before; never blocks."""
-        self._queued_writes += 1  # never counted as written: no direct write after it
-        self._writes.put(None)
-
-    def _write(self, data: bytes, alone: bool) -> None:
-        """Called under the client's lock, so callers count ``_queued_writes`` one at a time."""
         if alone and self._written == self._queued_writes and len(data) <= select.PIPE_BUF:
             # Nothing queued is still unwritten, so nothing can be overtaken. Up to PIPE_BUF a
             # pipe write is all or nothing: an interrupt never leaves half a message behind.
-            # An error is left for the writer thread to meet again and feed.
+            # An error is left for the I/O thread to meet again and feed.
             with self._stdin_lock, contextlib.suppress(OSError):
                 if self._stdin >= 0:
                     os.write(self._stdin, data)
@@ -175,14 +336,33 @@ class ProcessSlot:
         # Counted before it is queued: a count too high only turns direct writes off; too low
         # would let one overtake a write in progress. (No call in between, so no interrupt.)
         self._queued_writes += 1
-        self._writes.put(data)
+        with self._stdin_lock:
+            if self._close_asked:
+                return  # behind the close: never written
+            self._pending.append(data)
+            schedule = not self._flushing
+            self._flushing = True
+        if schedule:
+            self._loop.call_soon(self._flush)
+
+    def close_stdin(self) -> None:
+        """Close stdin behind every write before; never blocks."""
+        self._queued_writes += 1  # never counted as written: no direct write after it
+        with self._stdin_lock:
+            self._close_asked = True
+            schedule = not self._flushing
+            self._flushing = True
+        if schedule:
+            self._loop.call_soon(self._flush)
 
     def start(self) -> None:
-        """Spawn the process and start its threads, feeding ProcessSpawned (before any reader
-        feeds) or SpawnFailed. Blocks only for fork/exec; call it without holding the machine
-        lock. Does nothing once ``kill`` ran."""
+        """Spawn the process and have the I/O thread watch its pipes, feeding ProcessSpawned
+        (before any reader feeds) or SpawnFailed. Blocks only for fork/exec; call it without
+        holding the machine lock. Does nothing once ``kill`` ran."""
         with self._spawning:
-            if not self._closed:
+            if self._closed:
+                self._finished.set()
+            else:
                 self._spawn(self._spawn_action)
 
     def _spawn(self, action: Spawn) -> None:
@@ -210,29 +390,34 @@ class ProcessSlot:
                     missing=missing,
                 )
             )
+            self._finished.set()
             return
-        assert proc.stdout is not None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self._proc = proc
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            os.set_blocking(pipe.fileno(), False)
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
         self._poll.register(proc.stdout.fileno(), select.POLLIN)
         self._poll.register(wake_r, select.POLLIN)
+        self._stderr = proc.stderr.fileno()
         with self._turns:
             self._stdout, self._wake_r, self._wake_w = proc.stdout.fileno(), wake_r, wake_w
+        with self._stdin_lock:
+            self._stdin = proc.stdin.fileno()
+            self._flushing = True  # writes queued before the spawn go out first
         self._feed(
             ProcessSpawned(
                 now=self._now(), slot=self.slot, generation=self.generation, pid=proc.pid
             ),
         )
-        writer = self._thread(self._write_loop, "stdin")
-        stderr = self._thread(self._stderr_loop, "stderr")
-        self._thread(lambda: self._stdout_loop(writer, stderr), "stdout")
+        self._loop.call_soon(self._watch)
 
     @property
     def finished(self) -> bool:
-        """True once the process (if any) was reaped and every thread of this slot ended."""
-        return not any(thread.is_alive() for thread in self._threads)
+        """True once the process (if any) was reaped and its end fed (``ProcessExited``)."""
+        return self._proc is None or self._finished.is_set()
 
     def signal(self, name: Literal["SIGTERM", "SIGKILL"]) -> None:
         """Signal the process group; a group that is already gone is not an error."""
@@ -241,33 +426,27 @@ class ProcessSlot:
                 os.killpg(self._proc.pid, getattr(signal, name))
 
     def kill(self) -> None:
-        """Safety net: SIGKILL the group (whatever the machine did), spawn nothing any more,
-        end any lease and stop the writer. Never blocks for long; ``join`` waits."""
+        """Safety net: SIGKILL the group (whatever the machine did), spawn nothing any more and
+        end any lease. Never blocks for long; ``join`` waits."""
         with self._spawning:
             self._closed = True
-        with self._turns:  # no lease outlives stop(): the stdout thread reads the EOF at once
-            self._lease_until = 0.0
-            self._turns.notify()
+        self._end_lease()  # no lease outlives stop(): the I/O thread reads the EOF at once
         self.signal("SIGKILL")
-        self._writes.put(None)
 
     def join(self, deadline: float) -> None:
-        """After ``kill``: reap the child and join the threads by ``deadline`` (threads still
-        blocked then are daemons and are left behind)."""
+        """After ``kill``: wait by ``deadline`` until the process was reaped and its end fed
+        (a process still unreaped then is left to the I/O thread)."""
         if self._proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(max(0.0, deadline - time.monotonic()))
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            self._finished.wait(max(0.0, deadline - time.monotonic()))
 
     # --- reading stdout --------------------------------------------------------------------
 
     def read_until(self, done: threading.Event, others_waiting: Callable[[], bool]) -> None:
         """Read stdout in the calling thread, feeding what it reads, until ``done`` is set
         (by this thread's feed, or by another thread that then calls ``wake``) or stdout ends
-        (the stdout thread then tells the end of the process). Returns at once before spawn.
+        (the I/O thread then tells the end of the process). Returns at once before spawn.
         On the way out the lease is shortened: to now when ``others_waiting()`` (their answers
-        are the stdout thread's to read) or on an exception, else to ``_LINGER`` ahead. If that
+        are the I/O thread's to read) or on an exception, else to ``_LINGER`` ahead. If that
         is skipped (an exception inside it), the lease runs out by itself within ``_LEASE``."""
         me = threading.get_ident()
         try:
@@ -282,8 +461,7 @@ class ProcessSlot:
         except BaseException:
             self._give_back(me, linger=False)
             raise
-        crowd = others_waiting()
-        self._give_back(me, linger=not crowd, crowd=crowd)
+        self._give_back(me, linger=not others_waiting())
 
     def _renew(self, me: int, done: threading.Event) -> bool:
         """Renew the caller's lease, and wait (renewing) while another thread's step runs: it
@@ -301,18 +479,23 @@ class ProcessSlot:
                     self._step_waiters -= 1
             return False
 
-    def _give_back(self, me: int, *, linger: bool, crowd: bool = False) -> None:
+    def _give_back(self, me: int, *, linger: bool) -> None:
         """Shorten the lease this caller renewed last (a later renewal by another caller
-        stands): to ``_LINGER`` ahead, or end it and wake the stdout thread. ``crowd``: other
-        callers wait, so the stdout thread reads the way it does for many callers."""
+        stands): to ``_LINGER`` ahead, or end it and have the I/O thread read at once."""
         with self._turns:
-            if self._lessee == me:
-                self._lessee, self._crowd = 0, crowd
-                if linger:
-                    self._lease_until = time.monotonic() + _LINGER
-                else:
-                    self._lease_until = 0.0
-                    self._turns.notify()
+            if self._lessee != me:
+                return
+            self._lessee = 0
+            if linger:
+                self._lease_until = time.monotonic() + _LINGER
+                return
+        self._end_lease()
+
+    def _end_lease(self) -> None:
+        with self._turns:
+            self._lease_until = 0.0
+            if self._parked:
+                self._loop.call_soon(self._unpark)
 
     def wake(self) -> None:
         """End a reading caller's poll at once (never blocks; call it when setting the
@@ -336,126 +519,240 @@ class ProcessSlot:
         return True
 
     def _read(self) -> bool:
-        """Under ``_reading``: read stdout and feed what came (a caller reads once its poll saw
-        data; after a crowd the stdout thread's read waits for it). False at EOF, which is
-        recorded for everyone."""
-        data = os.read(self._stdout, _READ_SIZE)
+        """Under ``_reading``: read stdout and feed what came (whoever saw it readable).
+        False at EOF, which is recorded for everyone and handed to the I/O thread."""
+        try:
+            data = os.read(self._stdout, _READ_SIZE)
+        except BlockingIOError:
+            return True  # another look found nothing after all
+        except OSError:
+            data = b""  # a broken pipe ends the stream like EOF does
         if not data:
             with self._turns:
                 self._eof = True
-                self._turns.notify()  # the stdout thread tells the end of the process
                 self._freed.notify_all()  # callers waiting for a step: nothing left to read
+            self._loop.call_soon(self._stdout_ended)
             return False
         self._feed(
             StdoutReceived(now=self._now(), slot=self.slot, generation=self.generation, data=data),
         )
         return True
 
-    def _stdout_loop(self, writer: threading.Thread, stderr: threading.Thread) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        idle = select.poll()  # stdout alone: this thread's wait for data, under no lock
-        idle.register(self._stdout, select.POLLIN)
-        while True:
-            with self._turns:
-                # While a lease runs, callers read. Look again every _LINGER: a caller that
-                # shortens its lease does not notify (that would be a thread switch per call).
-                while not self._eof and (left := self._lease_until - time.monotonic()) > 0:
-                    self._turns.wait(min(left, _LINGER))
-                crowd = self._crowd
+    # --- the I/O thread's callbacks --------------------------------------------------------
+
+    def _watch(self) -> None:
+        """Start watching the new process's stdout and stderr; write what was queued."""
+        assert self._proc is not None
+        self._loop.watch(self._stdout, selectors.EVENT_READ, self._on_stdout)
+        self._loop.watch(self._stderr, selectors.EVENT_READ, self._on_stderr)
+        self._flush()
+
+    def _on_stdout(self) -> None:
+        """stdout is readable: read it unless a caller holds the lease or is in a step, in
+        which case park (see the theory above)."""
+        with self._turns:
             if self._eof:
-                break
-            if not crowd:
-                idle.poll()  # data or EOF, without the lock: a lone caller may take it first
-            with self._reading:
-                # Not if a caller renewed its lease meanwhile, or took the data. In a crowd
-                # the read itself waits for the data.
-                ours = self._lease_until <= time.monotonic() and (crowd or bool(idle.poll(0)))
-                if self._eof or (ours and not self._read()):
-                    break
-            if self._step_waiters:
-                with self._turns:
-                    self._freed.notify()
-        with self._turns:  # nobody polls any more (_eof): the fds can go
+                return  # _stdout_ended (scheduled) stops watching it
+            left = self._lease_until - time.monotonic()
+            if left > 0 or self._reading.locked():
+                self._park(left)
+                return
+        if not self._reading.acquire(blocking=False):
+            with self._turns:
+                self._park(0.0)
+            return
+        try:
+            self._read()
+        finally:
+            self._reading.release()
+        if self._step_waiters:
+            with self._turns:
+                self._freed.notify()
+
+    def _park(self, left: float) -> None:
+        """Under ``_turns``, in the I/O thread: stop watching stdout and look again when the
+        lease runs out, at the latest in ``_LINGER``."""
+        if not self._parked:
+            self._parked = True
+            self._loop.unwatch(self._stdout)
+        if self._unpark_timer is not None:
+            self._unpark_timer.cancel()
+        # A lease that ran out under a caller's step still in progress: look again in _LINGER.
+        delay = min(left, _LINGER) if left > 0 else _LINGER
+        self._unpark_timer = self._loop.call_at(time.monotonic() + delay, self._unpark)
+
+    def _unpark(self) -> None:
+        with self._turns:
+            if not self._parked or self._eof:
+                return
+            left = self._lease_until - time.monotonic()
+            if left > 0 or self._reading.locked():
+                self._park(left)
+                return
+            self._parked = False
+            if self._unpark_timer is not None:
+                self._unpark_timer.cancel()
+                self._unpark_timer = None
+        self._loop.watch(self._stdout, selectors.EVENT_READ, self._on_stdout)
+
+    def _stdout_ended(self) -> None:
+        """stdout's EOF was read: close it and the wake-up pipe (nobody polls them any more:
+        ``_eof``), tell StdoutClosed, and wait for the process to exit."""
+        assert self._proc is not None and self._proc.stdout is not None
+        if self._stdout < 0:
+            return  # already told
+        self._loop.unwatch(self._stdout)
+        with self._turns:
+            self._parked = False
+            if self._unpark_timer is not None:
+                self._unpark_timer.cancel()
+                self._unpark_timer = None
             os.close(self._wake_r)
             os.close(self._wake_w)
-            self._wake_r = self._wake_w = -1
+            self._wake_r = self._wake_w = self._stdout = -1
         self._proc.stdout.close()
         self._feed(StdoutClosed(now=self._now(), slot=self.slot, generation=self.generation))
-        returncode = self._proc.wait()
-        # Everything this process caused (write failures, the stderr tail the error message
-        # quotes) is fed before ProcessExited, so a respawn never sees stale events.
-        self._writes.put(None)
-        writer.join(_DRAIN_BOUND)
-        stderr.join(_DRAIN_BOUND)
-        self._feed(
-            ProcessExited(
-                now=self._now(),
-                slot=self.slot,
-                generation=self.generation,
-                returncode=returncode,
-            ),
-        )
+        if hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):  # ENOSYS (an old kernel): poll instead
+                self._pidfd = os.pidfd_open(self._proc.pid)
+                self._loop.watch(self._pidfd, selectors.EVENT_READ, self._reap)
+                return
+        self._poll_exit(_REAP_POLL[0])
 
-    # ---------------------------------------------------------------------------------------
+    def _poll_exit(self, delay: float) -> None:
+        assert self._proc is not None
+        if self._proc.poll() is not None:
+            self._reap()
+        else:
+            later = min(2 * delay, _REAP_POLL[1])
+            self._loop.call_at(time.monotonic() + delay, lambda: self._poll_exit(later))
 
-    def _thread(self, target: Callable[[], None], what: str) -> threading.Thread:
-        thread = threading.Thread(target=target, name=f"mcp-sync-{what}-{self.slot}", daemon=True)
-        self._threads.append(thread)
-        thread.start()
-        return thread
+    def _reap(self) -> None:
+        """The process exited: reap it. What it caused is fed before ProcessExited: the last
+        queued writes meet the closed pipe (WriteFailed), and stderr gets up to
+        ``_DRAIN_BOUND`` for its last bytes (the tail the error message quotes)."""
+        assert self._proc is not None
+        if self._pidfd >= 0:
+            self._loop.unwatch(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = -1
+        self._returncode = self._proc.wait()
+        with self._stdin_lock:
+            self._close_asked = True
+        self._flush()
+        if self._stderr < 0:
+            self._finish()
+        else:
+            self._drain_timer = self._loop.call_at(time.monotonic() + _DRAIN_BOUND, self._finish)
 
-    def _stderr_loop(self) -> None:
-        assert self._proc is not None and self._proc.stderr is not None
-        fd = self._proc.stderr.fileno()
-        while data := os.read(fd, _READ_SIZE):
+    def _on_stderr(self) -> None:
+        try:
+            data = os.read(self._stderr, _READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
             self._feed(
                 StderrReceived(
                     now=self._now(), slot=self.slot, generation=self.generation, data=data
                 ),
             )
-        self._proc.stderr.close()
+            return
+        self._close_stderr()
+        if self._returncode is not None:
+            self._finish()
 
-    def _write_loop(self) -> None:
+    def _close_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        if self._stderr >= 0:
+            self._loop.unwatch(self._stderr)
+            self._stderr = -1
+            self._proc.stderr.close()
+
+    def _finish(self) -> None:
+        """Feed ProcessExited, once, after everything else this process caused."""
+        if self._finished.is_set():
+            return
+        assert self._returncode is not None
+        if self._drain_timer is not None:
+            self._drain_timer.cancel()
+        self._close_stderr()  # held by a grandchild: given up on
+        self._close_stdin()
+        self._feed(
+            ProcessExited(
+                now=self._now(),
+                slot=self.slot,
+                generation=self.generation,
+                returncode=self._returncode,
+            ),
+        )
+        self._finished.set()
+
+    # --- writing stdin (the I/O thread) ------------------------------------------------------
+
+    def _flush(self) -> None:
+        """Write what was queued, batched into one system call, in order; wait for room when
+        the pipe is full; close stdin once asked and everything before is written."""
+        while True:
+            if self._out is None:
+                with self._stdin_lock:
+                    if self._stdin < 0:
+                        if self._proc is not None:
+                            self._pending.clear()  # closed, or failed: dropped
+                        self._flushing = False
+                        return
+                    if not self._pending:
+                        if self._close_asked:
+                            break
+                        self._flushing = False
+                        self._unwatch_stdin()
+                        return
+                    batch = list(self._pending)
+                    self._pending.clear()
+                self._out = memoryview(b"".join(batch) if len(batch) > 1 else batch[0])
+                self._out_count = len(batch)
+            try:
+                written = os.write(self._stdin, self._out)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:
+                self._out = None
+                self._close_stdin()
+                self._feed(
+                    WriteFailed(
+                        now=self._now(),
+                        slot=self.slot,
+                        generation=self.generation,
+                        reason=exc.strerror or type(exc).__name__,
+                    ),
+                )
+                return
+            self._out = self._out[written:]
+            if self._out:
+                # A dead reader makes the pipe "writable" (the write then fails), and stop
+                # kills the process: this wait ends.
+                if not self._watching_stdin:
+                    self._watching_stdin = True
+                    self._loop.watch(self._stdin, selectors.EVENT_WRITE, self._flush)
+                return
+            self._out = None
+            self._written += self._out_count
+        self._close_stdin()
+
+    def _unwatch_stdin(self) -> None:
+        if self._watching_stdin:
+            self._watching_stdin = False
+            self._loop.unwatch(self._stdin)
+
+    def _close_stdin(self) -> None:
+        """In the I/O thread: no write from here on (the fd number may be reused)."""
         assert self._proc is not None and self._proc.stdin is not None
-        stdin = self._proc.stdin
-        os.set_blocking(stdin.fileno(), False)
-        room = select.poll()
-        room.register(stdin.fileno(), select.POLLOUT)
+        self._unwatch_stdin()
         with self._stdin_lock:
-            self._stdin = stdin.fileno()
-        try:
-            while (data := self._writes.get()) is not None:
-                # Batch what is already queued into one write (many threads calling at once).
-                batch, closing = [data], False
-                while True:
-                    try:
-                        more = self._writes.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        closing = True
-                        break
-                    batch.append(more)
-                view = memoryview(b"".join(batch) if len(batch) > 1 else data)
-                while view:
-                    try:
-                        view = view[os.write(stdin.fileno(), view) :]
-                    except BlockingIOError:
-                        # A dead reader makes the pipe "writable" (the write then fails), and
-                        # stop kills the process: this wait ends.
-                        room.poll()
-                self._written += len(batch)
-                if closing:
-                    break
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            self._feed(
-                WriteFailed(
-                    now=self._now(), slot=self.slot, generation=self.generation, reason=reason
-                ),
-            )
-        finally:
-            with self._stdin_lock:
-                self._stdin = -1  # no direct write from here on (the fd number may be reused)
-            with contextlib.suppress(OSError):
-                stdin.close()
+            self._stdin = -1
+            self._pending.clear()
+            self._flushing = False
+            self._out = None
+        with contextlib.suppress(OSError):
+            self._proc.stdin.close()

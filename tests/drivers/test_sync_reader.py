@@ -1,5 +1,5 @@
 """The blocking driver's stdio fast path against real servers: a caller that waits alone writes
-its request and reads the server's stdout itself (mcp_sync/_process.py), and the stdout thread
+its request and reads the server's stdout itself (mcp_sync/_process.py), and the I/O thread
 takes the turn back when nobody waits. These pin down what that hand-over must keep: output
 read while idle, a server dying under a reading caller, Ctrl-C, stop(), many threads, a request
 larger than the pipe, one reader at a time in byte order, and a turn that cannot get stuck when
@@ -72,7 +72,7 @@ def late() -> Iterator[_LateAnswers]:
         logger.setLevel(old_level)
 
 
-def test_a_lone_caller_reads_its_answer_and_the_stdout_thread_reads_when_nobody_waits(
+def test_a_lone_caller_reads_its_answer_and_the_io_thread_reads_when_nobody_waits(
     late: _LateAnswers,
 ) -> None:
     threads: list[str] = []
@@ -86,11 +86,11 @@ def test_a_lone_caller_reads_its_answer_and_the_stdout_thread_reads_when_nobody_
         assert result.text == "done"
         assert threads == [threading.current_thread().name] * 2
         # The timer answers the reading caller (waking it out of its poll); the server's
-        # answer comes after it, when nobody waits: the stdout thread must read it.
+        # answer comes after it, when nobody waits: the I/O thread must read it.
         with pytest.raises(core.RequestTimeout):
             client.call_tool("slow_progress", {"steps": 1, "delay": 1.0}, timeout=0.2)
         assert late.seen.wait(30), "the late answer was never read"
-        assert late.thread == "mcp-sync-stdout-0"
+        assert late.thread == "mcp-sync-io"
         assert client.call_tool("echo", {"text": "after"}).text == "after"
 
 
@@ -150,7 +150,7 @@ def test_many_threads_and_lone_callers_take_turns() -> None:
 
     with _client(pool_size=64, queue_limit=64) as client:
         calls("alone", 50, client)  # the caller reads and writes itself
-        crowd(client, 32, 20)  # the stdout and writer threads do, batching
+        crowd(client, 32, 20)  # the shared I/O thread does, batching
         calls("alone-again", 50, client)  # and back (the first of them is handed its answer)
         threads: list[str] = []
         client.call_tool(
@@ -222,7 +222,7 @@ def test_a_caller_that_leaves_without_its_clean_up_cannot_stick_the_turn(
 ) -> None:
     # Every clean-up is skipped (as if a second Ctrl-C landed in it) and one caller is unwound
     # in the middle of its reading: whoever's lease is left behind runs out by itself, and the
-    # stdout thread reads what comes while nobody waits.
+    # I/O thread reads what comes while nobody waits.
     step = ProcessSlot._step
     progressed = threading.Event()
     skipped: list[str] = []
@@ -255,9 +255,9 @@ def test_a_caller_that_leaves_without_its_clean_up_cannot_stick_the_turn(
         assert skipped == ["abandoner"]  # it read, was unwound, and left its lease behind
         assert client.status().in_flight == 0
         # The rest of the cancelled call (two progress notifications, then the answer) comes
-        # while nobody waits: the stdout thread reads it once the lease has run out.
+        # while nobody waits: the I/O thread reads it once the lease has run out.
         assert late.seen.wait(30), "the late answer was never read"
-        assert late.thread == "mcp-sync-stdout-0"
+        assert late.thread == "mcp-sync-io"
         # A call from another thread is read (by that thread, which renews the lease) ...
         answers: list[str] = []
         other = threading.Thread(
@@ -266,19 +266,19 @@ def test_a_caller_that_leaves_without_its_clean_up_cannot_stick_the_turn(
         other.start()
         other.join(30)
         assert answers == ["next"]
-        # ... and after it, also left behind, a late reply is again the stdout thread's.
+        # ... and after it, also left behind, a late reply is again the I/O thread's.
         late.seen.clear()
         with pytest.raises(core.RequestTimeout):
             client.call_tool("slow_progress", {"steps": 1, "delay": 0.5}, timeout=0.1)
         assert late.seen.wait(30), "the second late answer was never read"
-        assert late.thread == "mcp-sync-stdout-0"
+        assert late.thread == "mcp-sync-io"
         assert len(skipped) == 3
 
 
 def test_a_second_ctrl_c_in_the_clean_up_cannot_stick_the_turn() -> None:
     # In a child interpreter, the main thread reads alone; a real SIGINT unwinds it in the
     # middle of a step, and a second one lands in its clean-up (_give_back). The server's late
-    # output must still be read, by the stdout thread; calls go on; stop() leaves nothing.
+    # output must still be read, by the I/O thread; calls go on; stop() leaves nothing.
     argv = fault_server_argv()
     script = textwrap.dedent(
         f"""
@@ -349,7 +349,7 @@ def test_a_second_ctrl_c_in_the_clean_up_cannot_stick_the_turn() -> None:
     )
     assert child.stdout.splitlines() == [
         "interrupted ['step', 'clean-up'] 0",
-        "late answer read True mcp-sync-stdout-0",
+        "late answer read True mcp-sync-io",
         "other thread ['next']",
         "main again",
         "stopped [] []",
@@ -414,7 +414,7 @@ def test_one_reader_at_a_time_and_bytes_fed_in_order(monkeypatch: pytest.MonkeyP
         calls("alone-again", 30, client)
     assert errors == []
     assert most[0] == 1
-    assert "mcp-sync-stdout-0" in readers and threading.current_thread().name in readers
+    assert "mcp-sync-io" in readers and threading.current_thread().name in readers
     lines = b"".join(fed).split(b"\n")
     assert lines[-1] == b""
     for line in lines[:-1]:
@@ -422,7 +422,7 @@ def test_one_reader_at_a_time_and_bytes_fed_in_order(monkeypatch: pytest.MonkeyP
 
 
 class _BlockOnce(logging.Handler):
-    """Holds the stdout thread inside its step (it runs the Log action of a late answer there,
+    """Holds the I/O thread inside its step (it runs the Log action of a late answer there,
     under the reading lock) until ``release`` is set. ``handle`` is overridden so that the
     handler's own lock is not held meanwhile: other threads keep logging."""
 
@@ -434,7 +434,7 @@ class _BlockOnce(logging.Handler):
     def handle(self, record: logging.LogRecord) -> bool:
         if (
             "unknown request id" in record.getMessage()
-            and threading.current_thread().name == "mcp-sync-stdout-0"
+            and threading.current_thread().name == "mcp-sync-io"
             and not self.blocked.is_set()
         ):
             self.blocked.set()
@@ -461,7 +461,7 @@ def test_a_lone_caller_waits_out_a_step_in_progress_and_still_sees_its_timeout()
             try:
                 with pytest.raises(core.RequestTimeout):
                     client.call_tool("slow_progress", {"steps": 1, "delay": 0.3}, timeout=0.1)
-                assert block.blocked.wait(30)  # the stdout thread is held inside its step
+                assert block.blocked.wait(30)  # the I/O thread is held inside its step
                 # A lone caller waits for that step to end; its timeout still reaches it there.
                 waiting = threading.Thread(target=call, args=(0.2,), daemon=True)
                 waiting.start()

@@ -1,0 +1,82 @@
+"""What an idle stdio session holds (issue 14): counts, never times.
+
+On asyncio a session holds two tasks (the one that holds its task group open, and the one that
+awaits its process) and no thread: its pipes are read by event-loop callbacks, its timer is a
+handle in the loop's own heap, and its process is reaped without asyncio's child-watcher
+thread. The blocking driver's sessions hold no thread of their own: two threads serve them
+all (the shared I/O thread and the shared timer thread), and both end with the last client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+
+import pytest
+
+import mcp_asyncio
+import mcp_core as core
+import mcp_sync
+from tests.conftest import children_of, fault_server_argv, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+SESSIONS = 5
+
+
+def _fields() -> dict[str, object]:
+    argv = fault_server_argv()
+    return {"name": "idle", "command": argv[0], "args": argv[1:]}
+
+
+def test_an_idle_asyncio_session_holds_two_tasks_and_no_thread() -> None:
+    async def main() -> tuple[int, int, int, int]:
+        # One session first, so that whatever a first session starts once is not counted.
+        async with mcp_asyncio.Client(**_fields()) as warm:
+            await warm.call_tool("echo", {"text": "warm"})
+        tasks, threads = len(asyncio.all_tasks()), threading.active_count()
+        clients = [mcp_asyncio.Client(**_fields()) for _ in range(SESSIONS)]
+        try:
+            for client in clients:
+                await client.__aenter__()
+                assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+            held = len(asyncio.all_tasks()) - tasks, threading.active_count() - threads
+        finally:
+            for client in reversed(clients):
+                await client.__aexit__(None, None, None)
+        return (*held, len(asyncio.all_tasks()) - tasks, threading.active_count() - threads)
+
+    tasks, threads, tasks_after, threads_after = asyncio.run(main())
+    assert tasks == 2 * SESSIONS
+    assert threads == 0
+    assert (tasks_after, threads_after) == (0, 0)
+    wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
+
+
+def _driver_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("mcp-sync"))
+
+
+def test_idle_sync_sessions_share_two_threads_that_end_with_the_last_client() -> None:
+    threads = threading.active_count()
+    clients = [mcp_sync.Client(**_fields()) for _ in range(SESSIONS)]
+    try:
+        for client in clients:
+            client.start()
+            client.await_ready(30)
+            assert client.call_tool("echo", {"text": "hi"}).text == "hi"
+        assert threading.active_count() - threads == 2
+        assert _driver_threads() == ["mcp-sync-io", "mcp-sync-timer"]
+        # A timeout is still fired (by the shared timer thread) while the other sessions idle.
+        with pytest.raises(core.RequestTimeout):
+            clients[0].call_tool("slow_progress", {"steps": 1, "delay": 5.0}, timeout=0.1)
+        for client in clients[1:]:
+            client.stop()
+        assert _driver_threads() == ["mcp-sync-io", "mcp-sync-timer"]  # one client still runs
+    finally:
+        for client in clients:
+            client.stop()
+    assert _driver_threads() == []
+    assert threading.active_count() == threads
+    wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
