@@ -1,6 +1,6 @@
 """Scaling curves (issue 14, part 5): how rate, latency and memory move with load.
 
-    python bench/run_scaling.py                  the full run (about 8 minutes on 2 cores)
+    python bench/run_scaling.py                  the full run (about 6 minutes on 2 cores)
     python bench/run_scaling.py --parts curve --clients ours-asyncio,raw-asyncio --repeats 1
     python bench/run_scaling.py --out /tmp/scaling
     python bench/run_scaling.py --smoke          a tiny run, printed, nothing written
@@ -74,7 +74,9 @@ SERVER = "stdlib-min"
 SYNC_MAX = 1024
 TARGET_S = 1.5  # seconds a curve point aims at (see choose_n)
 FIRST_N = 3000  # C = 1 has no previous point: about 1 s at the ~3,000 calls/s seen there
-DEFAULT_REPEATS = 2
+# Three, for a median that one odd repeat cannot move: near a client's knee a point can land
+# on either side of it (ours-sync at 1024 threads: 5,400 and 13,400 calls/s in two repeats).
+DEFAULT_REPEATS = 3
 GROUP_SERVERS = 100
 GROUP_CALLS = 10_000
 GROUP_IN_FLIGHT = 400
