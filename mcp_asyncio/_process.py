@@ -73,7 +73,6 @@ class ProcessSlot:
         self._loop: asyncio.AbstractEventLoop | None = None  # asyncio: callbacks, not tasks
         self._stdin: int | None = None  # our end of the stdin pipe, while it is open
         self._backlog: deque[bytes] = deque()  # written in order once the pipe takes more
-        self._held: list[bytes] | None = None  # asyncio: writes joined until the loop comes round
         self._closing = False  # close_stdin() was called: close once the backlog is written
         self._failure: str | None = None  # a write failed: later writes are dropped
         self._watching_stdin = False  # asyncio: a writable callback is registered
@@ -89,38 +88,19 @@ class ProcessSlot:
             return
         if self._backlog:
             self._backlog.append(data)
-        elif self._held is not None:
-            self._held.append(data)
         else:
-            # The first write of a loop iteration goes at once, so the server starts on it
-            # while the other callers run; the writes after it in the same iteration are held
-            # and joined into one write when the loop comes round (asyncio; trio writes each at
-            # once). Measured at 256 in flight: about 10% less CPU per call and 15-25% more calls/s
-            # than a write per call, which itself beat one write per iteration (42k vs 34k
-            # calls/s: the server then waited for the whole iteration). bench/results/REPORT.md
+            # At once, not batched per loop iteration: measured, the server starting on each
+            # request while the next callers run beats fewer system calls (about 42k vs 34k calls/s
+            # at 256 in flight). Sending the first write of an iteration at once and joining the
+            # rest lost too on a quiet machine (37k vs 47k; it won only under heavy load).
             self._write_now(data)
-            if self._loop is not None:
-                self._held = []
-                self._loop.call_soon(self._write_held)
-
-    def _write_held(self) -> None:
-        """Write what ``write`` held during the last loop iteration, as one write."""
-        held, self._held = self._held, None
-        if held and self._stdin is not None and self._failure is None:
-            data = b"".join(held)
-            if self._backlog:
-                self._backlog.append(data)
-            else:
-                self._write_now(data)
-        if self._closing and not self._backlog and self._failure is None:
-            self._close_pipe()  # close_stdin() waited for the held writes
 
     def close_stdin(self) -> None:
         """Close stdin after every write made before."""
         if self._stdin is None or self._closing:
             return
         self._closing = True
-        if not self._backlog and self._held is None:
+        if not self._backlog:
             self._close_pipe()
 
     def _write_now(self, data: bytes) -> None:
