@@ -337,8 +337,8 @@ class Client:
         """Call tool ``name``. ``progress(progress, total, message)`` is called for each
         progress notification from the thread that read it: this caller's own while it reads
         its answer itself (over HTTP, its own request; over stdio, while it waits alone), else
-        a driver thread; its exceptions are logged. A priced tool
-        (the spec's ``prices``) needs ``reservation=`` from your ``SpendGate`` (else
+        a driver thread (over stdio, the I/O thread every session of the process shares: keep
+        it quick); its exceptions are logged. A priced tool (the spec's ``prices``) needs ``reservation=`` from your ``SpendGate`` (else
         ``UnmeteredCall``, nothing sent); the client commits it once the request is sent and
         releases it if the call fails before that (SPEC §10). With OpenTelemetry configured,
         the call is a client span and its trace context goes in ``_meta`` (``_mcp_io/otel.py``).
@@ -627,7 +627,9 @@ class Client:
         match action:  # the most frequent actions first
             case WriteStdin():
                 if action.slot in self._slots:
-                    self._slots[action.slot].write(action.data, alone=self._alone())
+                    slot = self._slots[action.slot]
+                    if slot.write(action.data, alone=self._alone()):
+                        later.append(slot.flush)  # this thread writes what gathers meanwhile
             case Reply():
                 self._reservations.take(action.ticket)  # never settled: not ours
                 waiter = self._waiters.pop(action.ticket, None)
@@ -653,7 +655,9 @@ class Client:
                 later.append(slot.start)
             case CloseStdin():
                 if action.slot in self._slots:
-                    self._slots[action.slot].close_stdin()
+                    slot = self._slots[action.slot]
+                    if slot.close_stdin():
+                        later.append(slot.flush)
             case SignalProcess():
                 if action.slot in self._slots:
                     self._slots[action.slot].signal(action.signal)

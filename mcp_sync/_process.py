@@ -187,7 +187,8 @@ class SharedLoop:
     def call_soon(self, callback: Callable[[], None]) -> None:
         with self._lock:
             self._soon.append(callback)
-            self._wake()
+            if self._until > -math.inf:  # else the thread is awake and looks before selecting
+                self._wake()
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         """Run ``callback`` at ``when`` (``time.monotonic``), unless cancelled first."""
@@ -285,11 +286,13 @@ class ProcessSlot:
         self._stdin_lock = threading.Lock()  # guards _stdin, _pending, _flushing, _close_asked
         self._stdin = -1  # stdin's fd (non-blocking) while it is open
         self._pending: deque[bytes] = deque()  # queued writes, for the I/O thread
-        self._flushing = False  # a flush is scheduled or waits for room
+        self._flushing = False  # a writer owns the queue (see ``flush``)
         self._close_asked = False  # close_stdin(): close once everything before is written
-        self._out: memoryview | None = None  # I/O thread: the batch being written
+        self._give_up = False  # the process ended: close stdin without waiting for room
+        self._stdin_closed = False  # closed for good: later writes are dropped
+        self._out: memoryview | None = None  # the writer's batch, while partly written
         self._out_count = 0  # how many writes that batch holds
-        self._watching_stdin = False  # I/O thread: waiting for room in the pipe
+        self._watching_stdin = False  # the I/O thread is the writer, waiting for room
         # Held across a whole spawn, so stop() never misses a process that is being started.
         self._spawning = threading.Lock()
         self._closed = False
@@ -314,17 +317,20 @@ class ProcessSlot:
         self._pidfd = -1
         self._drain_timer: Timer | None = None
 
-    def write(self, data: bytes, *, alone: bool = False) -> None:
+    def write(self, data: bytes, *, alone: bool = False) -> bool:
         """Write ``data`` to stdin after every write before (a failed write is fed back as
-        WriteFailed by the I/O thread); never blocks. Call it under the client's lock (it
-        is, from ``Client._perform``): that keeps the write order the feed order.
+        WriteFailed by the writer); never blocks. Call it under the client's lock (it is,
+        from ``Client._perform``): that keeps the write order the feed order. True: the
+        caller is now the writer and must call ``flush`` once the lock is released.
 
         With ``alone`` (the client has at most one caller waiting) a message of up to PIPE_BUF
         bytes goes to the pipe at once from this thread when everything queued before has been
-        written, saving the I/O thread's wake-up; if the pipe has no room it is queued.
-        Otherwise the I/O thread writes whatever gathered meanwhile in one system call:
-        measured, many callers each writing at once made the server read one message per
-        wake-up and cost 40% at 256 in flight."""
+        written; if the pipe has no room it is queued. Otherwise it is queued, and one writer
+        at a time writes whatever gathered meanwhile in one system call: measured, many callers
+        each writing at once made the server read one message per wake-up and cost 40% at 256
+        in flight. The writer is the first thread that queued (with the shared I/O thread as
+        the writer, 256 in flight ran at 0.73 of the former separate reader and writer threads;
+        this way at about 1.0), or the I/O thread when the pipe is full."""
         if alone and self._written == self._queued_writes and len(data) <= select.PIPE_BUF:
             # Nothing queued is still unwritten, so nothing can be overtaken. Up to PIPE_BUF a
             # pipe write is all or nothing: an interrupt never leaves half a message behind.
@@ -332,28 +338,36 @@ class ProcessSlot:
             with self._stdin_lock, contextlib.suppress(OSError):
                 if self._stdin >= 0:
                     os.write(self._stdin, data)
-                    return
+                    return False
         # Counted before it is queued: a count too high only turns direct writes off; too low
         # would let one overtake a write in progress. (No call in between, so no interrupt.)
         self._queued_writes += 1
         with self._stdin_lock:
             if self._close_asked:
-                return  # behind the close: never written
+                return False  # behind the close: never written
             self._pending.append(data)
-            schedule = not self._flushing
+            own = not self._flushing
             self._flushing = True
-        if schedule:
-            self._loop.call_soon(self._flush)
+        return own and self._writer_here()
 
-    def close_stdin(self) -> None:
-        """Close stdin behind every write before; never blocks."""
+    def close_stdin(self) -> bool:
+        """Close stdin behind every write before; never blocks. True: as ``write``."""
         self._queued_writes += 1  # never counted as written: no direct write after it
         with self._stdin_lock:
             self._close_asked = True
-            schedule = not self._flushing
+            own = not self._flushing
             self._flushing = True
-        if schedule:
-            self._loop.call_soon(self._flush)
+        return own and self._writer_here()
+
+    def _writer_here(self) -> bool:
+        """The calling thread just became the writer (``flush``): True to write from here,
+        False when it is the main thread, which hands the writing to the I/O thread: Ctrl-C
+        could land there between taking the queue and writing it, or before ``flush`` ran,
+        and leave the queue without a writer."""
+        if threading.current_thread() is threading.main_thread():
+            self._loop.call_soon(self.flush)
+            return False
+        return True
 
     def start(self) -> None:
         """Spawn the process and have the I/O thread watch its pipes, feeding ProcessSpawned
@@ -406,12 +420,15 @@ class ProcessSlot:
             self._stdout, self._wake_r, self._wake_w = proc.stdout.fileno(), wake_r, wake_w
         with self._stdin_lock:
             self._stdin = proc.stdin.fileno()
-            self._flushing = True  # writes queued before the spawn go out first
+            own = not self._flushing  # writes queued before the spawn go out first
+            self._flushing = True
         self._feed(
             ProcessSpawned(
                 now=self._now(), slot=self.slot, generation=self.generation, pid=proc.pid
             ),
         )
+        if own and self._writer_here():
+            self.flush()
         self._loop.call_soon(self._watch)
 
     @property
@@ -545,7 +562,6 @@ class ProcessSlot:
         assert self._proc is not None
         self._loop.watch(self._stdout, selectors.EVENT_READ, self._on_stdout)
         self._loop.watch(self._stderr, selectors.EVENT_READ, self._on_stderr)
-        self._flush()
 
     def _on_stdout(self) -> None:
         """stdout is readable: read it unless a caller holds the lease or is in a step, in
@@ -639,7 +655,10 @@ class ProcessSlot:
         self._returncode = self._proc.wait()
         with self._stdin_lock:
             self._close_asked = True
-        self._flush()
+            own = not self._flushing
+            self._flushing = True
+        if own:
+            self.flush()
         if self._stderr < 0:
             self._finish()
         else:
@@ -678,7 +697,12 @@ class ProcessSlot:
         if self._drain_timer is not None:
             self._drain_timer.cancel()
         self._close_stderr()  # held by a grandchild: given up on
-        self._close_stdin()
+        with self._stdin_lock:
+            self._give_up = True  # whoever writes stdin closes it now
+            own = not self._flushing
+            self._flushing = True
+        if own or self._watching_stdin:  # no writer, or this thread waits for room
+            self._close_stdin()
         self._feed(
             ProcessExited(
                 now=self._now(),
@@ -689,21 +713,26 @@ class ProcessSlot:
         )
         self._finished.set()
 
-    # --- writing stdin (the I/O thread) ------------------------------------------------------
+    # --- writing stdin ----------------------------------------------------------------------
 
-    def _flush(self) -> None:
-        """Write what was queued, batched into one system call, in order; wait for room when
-        the pipe is full; close stdin once asked and everything before is written."""
+    def flush(self) -> None:
+        """Write what was queued, batched into one system call, in order, and close stdin once
+        asked and everything before is written. Only the writer runs it: the thread whose
+        ``write`` or ``close_stdin`` returned True (after the client's lock is released), or
+        the I/O thread once the pipe was full (it waits for room, then goes on). Only the
+        writer writes the queue, counts it written or closes stdin, so none of that needs
+        the lock; a lone caller's direct write is only made while nothing queued is unwritten.
+        """
         while True:
             if self._out is None:
                 with self._stdin_lock:
-                    if self._stdin < 0:
-                        if self._proc is not None:
-                            self._pending.clear()  # closed, or failed: dropped
+                    if self._stdin < 0:  # not spawned yet (kept for the spawn), or closed
+                        if self._stdin_closed:
+                            self._pending.clear()
                         self._flushing = False
                         return
                     if not self._pending:
-                        if self._close_asked:
+                        if self._close_asked or self._give_up:
                             break
                         self._flushing = False
                         self._unwatch_stdin()
@@ -717,7 +746,6 @@ class ProcessSlot:
             except BlockingIOError:
                 written = 0
             except OSError as exc:
-                self._out = None
                 self._close_stdin()
                 self._feed(
                     WriteFailed(
@@ -730,27 +758,35 @@ class ProcessSlot:
                 return
             self._out = self._out[written:]
             if self._out:
-                # A dead reader makes the pipe "writable" (the write then fails), and stop
-                # kills the process: this wait ends.
+                if self._give_up:
+                    break
+                # The pipe is full: the I/O thread waits for room and goes on. A dead reader
+                # makes the pipe "writable" (the write then fails), and stop kills the process:
+                # this wait ends.
                 if not self._watching_stdin:
-                    self._watching_stdin = True
-                    self._loop.watch(self._stdin, selectors.EVENT_WRITE, self._flush)
+                    self._loop.call_soon(self._wait_for_room)
                 return
             self._out = None
             self._written += self._out_count
         self._close_stdin()
 
+    def _wait_for_room(self) -> None:
+        """In the I/O thread, now the writer: call ``flush`` once the pipe takes more."""
+        self._watching_stdin = True
+        self._loop.watch(self._stdin, selectors.EVENT_WRITE, self.flush)
+
     def _unwatch_stdin(self) -> None:
-        if self._watching_stdin:
+        if self._watching_stdin:  # only while the I/O thread is the writer
             self._watching_stdin = False
             self._loop.unwatch(self._stdin)
 
     def _close_stdin(self) -> None:
-        """In the I/O thread: no write from here on (the fd number may be reused)."""
+        """By the writer: no write from here on (the fd number may be reused)."""
         assert self._proc is not None and self._proc.stdin is not None
         self._unwatch_stdin()
         with self._stdin_lock:
             self._stdin = -1
+            self._stdin_closed = True
             self._pending.clear()
             self._flushing = False
             self._out = None
