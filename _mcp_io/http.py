@@ -23,6 +23,7 @@ import os
 import re
 import select
 import socket
+import sys
 from collections.abc import Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING
@@ -51,6 +52,7 @@ __all__ = [
     "is_readable",
     "os_message",
     "reason",
+    "tcp_received",
 ]
 
 # Bytes asked of the socket per read: one read's h11 events become at most one body event.
@@ -66,6 +68,33 @@ def is_readable(sock: socket.socket) -> bool:
     poller = select.poll()
     poller.register(sock, select.POLLIN)
     return bool(poller.poll(0))
+
+
+# Linux's TCP_INFO: the state of a TCP connection (tcpi_state, byte 0) and the bytes it received
+# (tcpi_bytes_received, bytes 128-135, Linux 4.1 and later).
+_TCP_INFO: int | None = getattr(socket, "TCP_INFO", None) if sys.platform == "linux" else None
+_TCP_ESTABLISHED = 1
+_TCP_INFO_LENGTH = 136
+
+
+def tcp_received(sock: socket.socket) -> int | None:
+    """The bytes ``sock`` received so far while its TCP connection is established, -1 once
+    the server closed or reset it, None where TCP_INFO cannot say (not Linux, an older
+    kernel). The sync executor checks an idle pooled connection with it instead of
+    ``is_readable``: it is no system call that lets another thread take the GIL, so a caller
+    takes a connection and sends on it without another caller's request getting in between
+    (measured at 16 callers in flight: most requests no longer wait for their turn)."""
+    if _TCP_INFO is None:
+        return None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, _TCP_INFO_LENGTH)
+    except OSError:
+        return None
+    if len(info) < _TCP_INFO_LENGTH:
+        return None
+    if info[0] != _TCP_ESTABLISHED:
+        return -1
+    return int.from_bytes(info[128:136], sys.byteorder)
 
 
 def os_message(exc: OSError) -> str:

@@ -23,7 +23,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import TracebackType
@@ -218,7 +218,11 @@ class Client:
         self._record_file: IO[str] | None = None
         self._recorder: Recorder | None = None
         self._http = HttpExecutor(
-            self._feed, time.monotonic, pool_size=self._spec.pool_size, network=self._network
+            self._feed,
+            time.monotonic,
+            pool_size=self._spec.pool_size,
+            network=self._network,
+            feed_many=self._feed_many,
         )
         self._stopped = threading.Event()
 
@@ -755,6 +759,14 @@ class Client:
         handler's answer."""
         with self._lock:
             later = self._handle(event)
+        _run(later)
+
+    def _feed_many(self, events: Sequence[Event]) -> None:
+        """Feed ``events`` in order under one hold of the lock (what one HTTP read brought)."""
+        later: list[Callable[[], None]] = []
+        with self._lock:
+            for event in events:
+                later += self._handle(event)
         _run(later)
 
     def _on_timer(self) -> None:

@@ -85,6 +85,37 @@ cores): 1.2, 1.5 and 1.7 times the calls/s of the executor before (workers only)
 - **Callbacks.** Progress callbacks, log records and the other actions of a feed run in the
   thread that fed: now often the caller's own thread, inside ``call_tool``.
 
+Theory of operation: many callers at once
+-----------------------------------------
+Waiting for one's turn to write was the cost at 16 callers in flight: a caller's request was
+almost never the next to write (another caller had started one and not yet sent it), so
+nearly every request waited on its condition and was woken by the one before it, a chain of
+thread switches, one after the other (measured: 4,889 of 5,050 requests waited). Now a caller
+other than the main thread whose request is ready but not next hands its bytes over
+(``_hand_bytes``) and goes on to read its answer; whoever writes the request ahead of it (a
+caller just done with its own, or one that handed its bytes over and finds nobody sending)
+sends it too, in start order, without blocking (``_write_turns``, ``MSG_DONTWAIT``). A
+socket without room, and bytes left when the main thread or a worker wrote the request ahead,
+go to the writer thread (``mcp-sync-http-writer``, started at the first hand-over, ended by
+``close`` or after ``_IDLE_EXIT`` seconds idle), which waits for room with epoll and is woken
+by a byte on its pipe. Measured against bench/servers/min_http.py (median of interleaved
+runs): see bench/README.md.
+
+- **The main thread never hands over nor sends another's bytes**: KeyboardInterrupt lands
+  only there, and must never cut a send of another request in half. It waits for its turn as
+  before. Without epoll (not Linux) and over TLS (an ``ssl.SSLSocket`` is not for two
+  threads at once) every caller waits for its turn.
+- **Bytes handed over belong to their request**: the thread sending them marks it
+  ``claimed`` for the one non-blocking send; the request's own thread waits for that send
+  to return before it closes or pools the connection (``_take_back``), and takes back what
+  was not sent (then the connection is closed, never pooled, and the requests behind it go
+  on). A send that fails shuts the socket down, so the caller reading on it learns of it,
+  with the send's error as the reason.
+- **An idle pooled connection** is checked with Linux's TCP_INFO where it can say (plain
+  TCP): established, and every byte received was read. It is no system call that lets
+  another thread take the GIL, so a caller usually takes its connection and sends without
+  another request getting in between. Elsewhere it is polled, as before.
+
 Lock order: the client's lock, then this executor's lock (``start`` and ``abort`` run under
 the client's lock). No thread calls ``feed`` holding this executor's lock.
 """
@@ -101,7 +132,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import h11
@@ -115,6 +146,7 @@ from _mcp_io.http import (
     is_readable,
     os_message,
     reason,
+    tcp_received,
 )
 from mcp_core import (
     HttpBodyReceived,
@@ -150,6 +182,11 @@ _IDLE_EXIT = 5.0
 # a reply set by another thread is noticed (the client's _WAIT_SLICE).
 _SLICE = 0.1
 _SLICE_MS = int(_SLICE * 1000)
+# The writer thread (see "Many callers at once") waits for room on a socket with epoll, where
+# there is one (Linux); elsewhere every caller waits for its turn to write.
+_EPOLL: Any = getattr(select, "epoll", None)
+_OUT = getattr(select, "EPOLLOUT", 0) | getattr(select, "EPOLLONESHOT", 0)
+_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 
 
 class HttpExecutor:
@@ -176,8 +213,11 @@ class HttpExecutor:
         pool_size: int | None = None,
         max_connections: int | None = None,
         network: Network | None = None,
+        feed_many: Callable[[Sequence[HttpEvent]], None] | None = None,
     ) -> None:
         self._feed = feed
+        # The events of one read, in order, in one call (one hold of the client's lock).
+        self._feed_many = feed_many or self._feed_each
         self._now = now
         self._lock = threading.Lock()  # guards everything below and every _Request
         self._work = threading.Condition(self._lock)  # a request was queued, or close()
@@ -196,6 +236,21 @@ class HttpExecutor:
         self._names = itertools.count(1)
         self._closed = False
         self._network = network or Network()  # its default TLS context: on the first https
+        # The writer thread (see "Many callers at once") and what it holds: the requests whose
+        # bytes it has to send (their callers read the answers), those waiting for room on
+        # their socket (by descriptor), whether it sleeps in poll (then a byte on its pipe
+        # wakes it) and whether that byte is on its way. ``_sent`` is notified when a send of
+        # the writer returns and someone waits for it (``_write_waiters``).
+        self._writer: threading.Thread | None = None
+        self._epoll: Any = None
+        self._wake_fds: tuple[int, int] = (-1, -1)
+        self._handed = 0
+        self._no_room: dict[int, _Request] = {}
+        self._writer_asleep = False
+        self._wake_sent = False
+        self._wake_due = False
+        self._sent = threading.Condition(self._lock)
+        self._write_waiters = 0
 
     @property
     def in_flight(self) -> int:
@@ -239,10 +294,10 @@ class HttpExecutor:
         the request, still open, goes to a worker, which reads on. On an exception (e.g.
         KeyboardInterrupt) the request is put back, handed on or failed (see the module
         docstring) before the exception goes on. Never call it twice for one request."""
-        final = self._exchange(request, done)
-        if final is not None:
+        last = self._exchange(request, done)
+        if last is not None:
             try:
-                self._feed(final)
+                self._feed_many(last)
             finally:
                 self._forget(request)
 
@@ -288,6 +343,10 @@ class HttpExecutor:
             self._free += 1
             worker.start()
 
+    def _feed_each(self, events: Sequence[HttpEvent]) -> None:
+        for event in events:
+            self._feed(event)
+
     def abort(self, stream: int) -> None:
         """End the request of ``stream`` at once, whatever its worker or caller is blocked in:
         its connection is closed, not returned to the pool half-read, and nothing more is fed
@@ -303,6 +362,7 @@ class HttpExecutor:
                 request.abort()
                 self._written(request)
                 request.wake()  # its worker may be waiting for its turn
+        self._wake_writer()
 
     def close(self, deadline: float) -> None:
         """Abort every request, join the workers until ``deadline`` (a ``time.monotonic()``
@@ -322,6 +382,11 @@ class HttpExecutor:
             self._order.clear()
             self._work.notify_all()
             workers = [w for w in self._workers if w is not threading.current_thread()]
+            if self._writer is not None:
+                self._nudge()  # it ends
+                if self._writer is not threading.current_thread():
+                    workers.append(self._writer)
+        self._wake_writer()
         for worker in workers:
             worker.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
@@ -332,6 +397,7 @@ class HttpExecutor:
     def _drop_connection(self, request: _Request) -> None:
         """With the lock held: close the connection of a request nobody runs (one handed over
         open, waiting in the queue)."""
+        self._take_back(request)
         connection, request.connection = request.connection, None
         if connection is not None:
             self._pool.discard()
@@ -343,11 +409,11 @@ class HttpExecutor:
         done: _Request | None = None
         try:
             while (request := self._take(done)) is not None:
-                final = self._exchange(request)
-                assert final is not None  # only a caller hands a request over
+                last = self._exchange(request)
+                assert last is not None  # only a caller hands a request over
                 done = request
                 # Fed while the request is still live; the next _take forgets it.
-                self._feed(final)
+                self._feed_many(last)
         except BaseException:
             # A bug (the feed raised; threading reports it): leave no count behind.
             with self._lock:
@@ -382,11 +448,12 @@ class HttpExecutor:
 
     def _exchange(
         self, request: _Request, done: threading.Event | None = None
-    ) -> HttpFailed | HttpResponseEnded | None:
+    ) -> list[HttpEvent] | None:
         """Send the request (unless it was sent before a caller handed it over) and feed its
-        head and body; return its last event, not yet fed (its connection is back in the pool
-        or closed by then, and the thread counts as free). With ``done`` (a caller in ``run``)
-        return None when the request went to a worker to be read on."""
+        head and body; return its last events, not yet fed: what the last read brought and
+        the end (its connection is back in the pool or closed by then, and the thread counts
+        as free). With ``done`` (a caller in ``run``) return None when the request went to a
+        worker to be read on."""
         action = request.action
         stream = action.stream
         reusable = False
@@ -395,11 +462,19 @@ class HttpExecutor:
             if connection is None:
                 target, head = self._builder.build(action)
                 connection = self._connection(request, target.origin)
-                self._wait_turn(request)
-                request.sending = True
-                connection.send(request_bytes(connection.h11, head, action.body))
-                with self._lock:
-                    self._written(request)
+                payload = request_bytes(connection.h11, head, action.body)
+                handed = None if done is None else self._hand_bytes(request, connection, payload)
+                if not handed:  # else the writer sends it in its turn
+                    if handed is None:
+                        self._wait_turn(request)
+                    request.sending = True
+                    connection.send(payload)
+                    with self._lock:
+                        self._written(request, nudge=handed is None)
+                    if handed is None:
+                        self._wake_writer()
+                    else:  # not the main thread: it sends what waits behind it itself
+                        self._write_turns()
             else:  # handed over by a caller while its response goes on
                 self._claim(request, connection.sock)
             while True:
@@ -409,6 +484,7 @@ class HttpExecutor:
                         return None
                     raise ConnectError("the request was aborted")
                 response, body, ended = receive(connection.h11, data)
+                events: list[HttpEvent] = []
                 if response is not None:
                     started = HttpResponseStarted(
                         now=self._now(),
@@ -416,30 +492,222 @@ class HttpExecutor:
                         status=response.status_code,
                         headers=decode_headers(response),
                     )
-                    self._feed(started)
+                    events.append(started)
                 if body:  # one event per read: an SSE body may never end
-                    self._feed(HttpBodyReceived(now=self._now(), stream=stream, data=body))
-                if ended:
+                    events.append(HttpBodyReceived(now=self._now(), stream=stream, data=body))
+                if ended:  # fed with the end, once the connection is let go
                     break
+                if events:
+                    self._feed_many(events)
             reusable = finish(connection.h11)
         except (*FAILURES, ValueError) as exc:  # ValueError: a bad port, a non-Latin-1 header
+            events = []
             final: HttpFailed | HttpResponseEnded = HttpFailed(
-                now=self._now(), stream=stream, reason=reason(exc)
+                now=self._now(), stream=stream, reason=request.write_error or reason(exc)
             )
         except BaseException:
             if request.inline:
                 self._interrupted(request)
             else:  # a bug in a worker (threading reports it): leave no count behind
-                with self._lock:
-                    self._written(request)
                 self._let_go(request, reusable=False)
             raise
         else:
             final = HttpResponseEnded(now=self._now(), stream=stream)
+        self._let_go(request, reusable=reusable)  # written, or never will be
+        events.append(final)
+        return events
+
+    # --- many callers at once: the writer thread --------------------------------------------
+
+    def _hand_bytes(
+        self, request: _Request, connection: _Connection, payload: bytes
+    ) -> bool | None:
+        """A caller's request is ready to go (connection taken, ``payload`` made) but requests
+        started before it are not all written: hand ``payload`` over (to whichever thread
+        writes the requests ahead of it, else the writer thread), send what is ready ahead of
+        it if nobody is, and return True; the caller reads the answer as it comes. False when
+        it is the request's turn already: the caller sends it at once, itself. None when the
+        caller is the main thread (an interrupt must never land there while another thread
+        sends its bytes), without epoll, or over TLS: the caller waits for its turn."""
+        if (
+            _EPOLL is None
+            or not connection.plain
+            or threading.current_thread() is threading.main_thread()
+        ):
+            return None
         with self._lock:
-            self._written(request)  # or never will be: those behind it go on
-        self._let_go(request, reusable=reusable)
-        return final
+            if request.aborted or self._closed:
+                raise ConnectError("the request was aborted")
+            if self._order.head() is request:
+                return False
+            if self._writer is None:
+                self._start_writer()
+            request.data = payload
+            request.sending = True  # its bytes may go out from now on
+            self._handed += 1
+        # Not its turn: send what is ready ahead of it, and it, if nobody is (the writer may be
+        # waiting for the GIL this thread holds).
+        self._write_turns()
+        return True
+
+    def _take_back(self, request: _Request) -> bool:
+        """With the lock held, before ``request``'s connection is closed or pooled: wait for a
+        send of the writer on it to return, then take back what it has not sent, if anything
+        (True: the connection is unusable; the requests behind it go on)."""
+        while request.claimed:
+            self._write_waiters += 1
+            try:
+                self._sent.wait()
+            finally:
+                self._write_waiters -= 1
+        if request.data is None:
+            return False
+        request.data = None
+        self._handed -= 1
+        if request.connection is not None:
+            self._no_room.pop(request.connection.sock.fileno(), None)
+        self._written(request)
+        return True
+
+    def _start_writer(self) -> None:
+        """With the lock held: the writer thread, its epoll and its wake-up pipe."""
+        self._epoll = _EPOLL()
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
+        self._wake_fds = (read_fd, write_fd)
+        self._epoll.register(read_fd, select.EPOLLIN)
+        self._writer_asleep = False
+        self._wake_sent = False
+        self._writer = threading.Thread(
+            target=self._write_loop,
+            args=(self._epoll, read_fd, write_fd),
+            name="mcp-sync-http-writer",
+            daemon=True,
+        )
+        self._writer.start()
+
+    def _nudge(self) -> None:
+        """With the lock held: the writer has something to send; if it sleeps in poll, a byte
+        on its pipe is due (one at a time), written by ``_wake_writer`` once the lock is
+        released (a system call under the lock lets every thread that wants it pile up)."""
+        if self._writer_asleep and not self._wake_sent:
+            self._wake_sent = self._wake_due = True
+
+    def _wake_writer(self) -> None:
+        """After releasing the lock: write the byte ``_nudge`` found due, if any. Any thread
+        may write it; a spare byte is harmless, and the writer polls at least every
+        ``_SLICE`` while it holds bytes to send, should one be missed."""
+        if self._wake_due:
+            self._wake_due = False
+            with contextlib.suppress(OSError):
+                os.write(self._wake_fds[1], b"\0")
+
+    def _sendable(self) -> bool:
+        """With the lock held: the next request to write was handed over, nobody is sending
+        it and its socket has room."""
+        head = self._order.head()
+        return (
+            head is not None and head.data is not None and not head.claimed and not head.no_room
+        )
+
+    def _write_loop(self, epoll: Any, wake_fd: int, write_fd: int) -> None:
+        """The writer: sends the bytes handed to it in their turn; ends at close() or after
+        ``_IDLE_EXIT`` seconds with nothing to send."""
+        try:
+            while True:
+                self._write_turns()
+                with self._lock:
+                    if self._closed:
+                        self._writer = None
+                        return
+                    if self._sendable():
+                        continue
+                    idle = not self._handed
+                    self._writer_asleep = True
+                events = epoll.poll(_IDLE_EXIT if idle else _SLICE)
+                with self._lock:
+                    self._writer_asleep = self._wake_sent = False
+                    if not events and idle and not self._handed:
+                        self._writer = None  # idle too long: the next hand-off starts another
+                        return
+                    woken = False
+                    for fd, _mask in events:
+                        if fd == wake_fd:
+                            woken = True
+                        else:  # room on a socket
+                            request = self._no_room.pop(fd, None)
+                            if request is not None:
+                                request.no_room = False
+                if woken:
+                    with contextlib.suppress(OSError):
+                        os.read(wake_fd, 64)
+        finally:
+            with self._lock:
+                if self._writer is threading.current_thread():  # a bug
+                    self._writer = None
+            epoll.close()
+            os.close(wake_fd)
+            os.close(write_fd)
+
+    def _write_turns(self) -> None:
+        """Send the handed bytes whose turn it is, in start order, without blocking, until a
+        request's socket has no room (the writer sends the rest when it has). The writer runs
+        it, and so does a caller other than the main thread that handed its own bytes over or
+        just sent them: whoever holds the GIL sends what waits (one thread at a time per
+        request: ``claimed``), instead of waiting for the writer to get it."""
+        while True:
+            with self._lock:
+                if not self._sendable():
+                    return
+                epoll = self._epoll
+                request = self._order.head()
+                assert request is not None and request.connection is not None
+                connection, data = request.connection, request.data
+                assert data is not None
+                sock = connection.sock
+                request.claimed = True  # its connection is neither closed nor pooled meanwhile
+            failed: OSError | None = None
+            try:
+                sent = sock.send(data, _DONTWAIT)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                sent, failed = 0, exc
+            with self._lock:
+                request.claimed = False
+                if self._write_waiters:
+                    self._sent.notify_all()
+                if request.data is None:  # pragma: no cover - taken back only once unclaimed
+                    continue
+                if failed is None and sent < len(data):
+                    request.data = data[sent:]
+                    request.no_room = True
+                    self._no_room[sock.fileno()] = request
+                else:
+                    request.data = None
+                    self._handed -= 1
+                    self._written(request, nudge=False)  # this loop sends what follows
+                    if failed is not None:
+                        # Its caller reads, and learns of it by the end of its socket.
+                        request.write_error = reason(WriteError(os_message(failed)))
+                        with contextlib.suppress(OSError):
+                            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                    continue
+            self._arm(connection, epoll)
+
+    @staticmethod
+    def _arm(connection: _Connection, epoll: Any) -> None:
+        """Have ``epoll`` report once when ``connection`` has room to write."""
+        fd = connection.sock.fileno()
+        try:
+            if connection.epoll is epoll:
+                epoll.modify(fd, _OUT)
+            else:
+                epoll.register(fd, _OUT)
+                connection.epoll = epoll
+        except (OSError, ValueError):  # closed meanwhile (aborted): nothing to wait for
+            pass
 
     def _read_inline(self, connection: _Connection, done: threading.Event) -> bytes | None:
         """A caller's next read on ``connection``, waiting in slices (a shutdown by abort()
@@ -505,8 +773,6 @@ class HttpExecutor:
         closed. It stays live, with nobody running it, until the call's cancel aborts it or
         ``release`` fails it: the cancel comes first, so the server is told (a
         notifications/cancelled, or in the 2026-07-28 era the closed stream itself)."""
-        with self._lock:
-            self._written(request)
         self._let_go(request, reusable=False)
         request.dead = True
 
@@ -529,11 +795,15 @@ class HttpExecutor:
             if request.aborted:
                 raise ConnectError("the request was aborted")
 
-    def _written(self, request: _Request) -> None:
+    def _written(self, request: _Request, *, nudge: bool = True) -> None:
         """With the lock held: ``request`` was written or ended unwritten. Idempotent."""
         following = self._order.written(request)
         if following is not None:
-            following.wake()
+            if following.data is not None:
+                if nudge:  # else the calling thread sends it next (_write_turns)
+                    self._nudge()
+            else:
+                following.wake()
 
     # --- connections -------------------------------------------------------------------------
 
@@ -548,10 +818,20 @@ class HttpExecutor:
                 if connection is None:
                     evicted = self._pool.reserve()
                     break
-                request.sock, request.connection = connection.sock, connection
-            # Checked without the lock: a system call under it makes every thread that wants
+                # TCP_INFO where it can say (no thread switch: see tcp_received), else a poll.
+                usable = connection.idle_usable()
+                if usable is not False:
+                    request.sock, request.connection = connection.sock, connection
+                    if usable:
+                        return connection
+                else:
+                    self._pool.discard()
+            # Polled without the lock: a system call under it makes every thread that wants
             # the lock wait for this one to get the GIL back (measured, 16 callers in flight:
             # 10 thread switches per call instead of 3).
+            if usable is False:
+                connection.sock.close()
+                continue
             if not is_readable(connection.sock):
                 return connection
             with self._lock:  # closed by the server while idle (or aborted): discarded
@@ -669,20 +949,30 @@ class HttpExecutor:
         response was read to its end and nothing aborted it, closed otherwise. A later abort
         leaves it alone. The worker counts as free from here on, an inline runner is gone."""
         with self._lock:
-            self._busy -= 1
-            if request.inline:
-                self._leave_inline(request)
-            else:
-                self._free += 1  # from here on it only feeds, then takes the next request
-            request.sock = None
-            connection, request.connection = request.connection, None
-            if connection is None:
-                return
-            if reusable and not request.aborted and not self._closed:
-                self._pool.put(connection.origin, connection)
-                return
-            self._pool.discard()
-        connection.sock.close()
+            closing = self._release_connection(request, reusable)
+        self._wake_writer()
+        if closing is not None:
+            closing.sock.close()
+
+    def _release_connection(self, request: _Request, reusable: bool) -> _Connection | None:
+        """With the lock held: ``_let_go``'s bookkeeping; returns the connection to close."""
+        if self._take_back(request):
+            reusable = False  # its bytes never all went out
+        self._written(request)
+        self._busy -= 1
+        if request.inline:
+            self._leave_inline(request)
+        else:
+            self._free += 1  # from here on it only feeds, then takes the next request
+        request.sock = None
+        connection, request.connection = request.connection, None
+        if connection is None:
+            return None
+        if reusable and not request.aborted and not self._closed:
+            self._pool.put(connection.origin, connection)
+            return None
+        self._pool.discard()
+        return connection
 
     def _leave_inline(self, request: _Request) -> None:
         """With the lock held: the caller no longer holds ``request``; its place under the cap
@@ -700,13 +990,17 @@ class _Request:
     __slots__ = (
         "aborted",
         "action",
+        "claimed",
         "connection",
+        "data",
         "dead",
         "inline",
+        "no_room",
         "queued",
         "sending",
         "sock",
         "turn",
+        "write_error",
     )
 
     def __init__(self, action: StartHttp) -> None:
@@ -716,6 +1010,13 @@ class _Request:
         self.inline = False  # held by the caller that started it, until it lets go
         self.sending = False  # from just before its bytes go out (never sent twice after)
         self.dead = False  # interrupted in its caller's thread, connection closed: see _kill
+        # Bytes handed to the writer and not yet sent (see _hand_bytes), whether the writer
+        # is sending them this instant, or waits for room on the socket, and how its send
+        # failed (its caller's read then ends with that reason).
+        self.data: bytes | None = None
+        self.claimed = False
+        self.no_room = False
+        self.write_error: str | None = None
         self.turn: threading.Condition | None = None  # made when its worker waits its turn
         self.sock: socket.socket | None = None
         self.connection: _Connection | None = None  # from connected until let go
@@ -746,7 +1047,17 @@ class _Connection:
     flight, measured); over TLS, whose read retries EAGAIN itself, a poll of the socket comes
     first, after the bytes TLS already holds."""
 
-    __slots__ = ("_pending", "_poller", "_timeout", "h11", "origin", "sock")
+    __slots__ = (
+        "_base",
+        "_pending",
+        "_poller",
+        "_timeout",
+        "epoll",
+        "h11",
+        "origin",
+        "received",
+        "sock",
+    )
 
     def __init__(self, origin: Origin, sock: socket.socket) -> None:
         self.origin = origin
@@ -755,6 +1066,27 @@ class _Connection:
         self._pending: Callable[[], int] | None = getattr(sock, "pending", None)  # TLS only
         self._poller: select.poll | None = None
         self._timeout = 0.0  # the socket's receive timeout (0: none), set for callers only
+        self.epoll: Any = None  # the writer's epoll it is registered with, if any
+        # Bytes read from the socket, and what TCP_INFO counted before the first: together,
+        # whether an idle connection received anything unread (see idle_usable).
+        self.received = 0
+        self._base = tcp_received(sock) if self._pending is None else None
+
+    def idle_usable(self) -> bool | None:
+        """Whether this idle connection can carry a request: the server neither closed it nor
+        sent anything unasked (every byte received was read). None where TCP_INFO cannot say
+        (TLS: its records may come after the handshake; not Linux): poll it (``waiting``)."""
+        if self._base is None or self._base < 0:
+            return None
+        now = tcp_received(self.sock)
+        if now is None:
+            return None
+        return now == self._base + self.received
+
+    @property
+    def plain(self) -> bool:
+        """Plain TCP: the writer sends only on those (a TLS socket is not for two threads)."""
+        return self._pending is None
 
     def waiting(self) -> bool:
         """Whether a read would not block now (data, EOF, or a shutdown by abort())."""
@@ -773,9 +1105,11 @@ class _Connection:
         if self._timeout:
             self._receive_timeout(0.0)
         try:
-            return self.sock.recv(READ_SIZE)
+            data = self.sock.recv(READ_SIZE)
         except OSError as exc:
             raise ReadError(os_message(exc)) from exc
+        self.received += len(data)
+        return data
 
     def recv_within(self, timeout: float) -> bytes | None:
         """The next bytes (``b""`` at EOF), or None if none came within ``timeout``."""
@@ -786,11 +1120,13 @@ class _Connection:
         if self._timeout != timeout:
             self._receive_timeout(timeout)
         try:
-            return self.sock.recv(READ_SIZE)
+            data = self.sock.recv(READ_SIZE)
         except BlockingIOError:  # the receive timeout
             return None
         except OSError as exc:
             raise ReadError(os_message(exc)) from exc
+        self.received += len(data)
+        return data
 
     def _receive_timeout(self, timeout: float) -> None:
         seconds, micros = divmod(round(timeout * 1_000_000), 1_000_000)
