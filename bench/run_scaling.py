@@ -30,6 +30,7 @@ import argparse
 import datetime
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -173,6 +174,8 @@ def part_curve(plan: Plan, rec: Recorder) -> None:
                     "answered": run["answered"],
                     "errors": run["errors"],
                     "worker_s": round(wall, 2),
+                    # The machine is shared: a point measured while others ran shows here.
+                    "loadavg": round(os.getloadavg()[0], 2),
                 }
                 if client.startswith("ours-"):
                     extra["pool_size"] = max(256, c)  # worker.py's window for one C
@@ -292,6 +295,7 @@ def part_group(plan: Plan, rec: Recorder) -> None:
                 "queue_limit": plan.group_in_flight,
                 "start_and_list_ms": result["start_and_list_ms"],
                 "left_pids": result["left_pids"],
+                "loadavg": round(os.getloadavg()[0], 2),
             }
             for metric, key in (
                 ("group_start_ms", "start_ms"),

@@ -177,9 +177,11 @@ def draw(records: list[dict[str, Any]], path: Path) -> None:
     run = next((r for r in records if r["suite"] == "scaling"), None)
     if run is not None:
         machine = run["machine"]
+        loads = [r["extra"]["loadavg"] for r in records if "loadavg" in r.get("extra", {})]
+        during = f", {max(loads)} at most after a point" if loads else ""
         fig.suptitle(
             f"Scaling, run {run['run']} (code {run['code']}, {machine['cores']} cores, "
-            f"load {machine['loadavg_at_start']} at start)",
+            f"load average {machine['loadavg_at_start']} at start{during})",
             fontsize=13,
         )
     lines = group_lines(records, curves)
