@@ -44,8 +44,10 @@ def harness() -> Iterator[Harness]:
 
 def _start(harness: Harness, stream: int, url: str, body: bytes | None = None) -> Any:
     """Start a request a caller will run (``inline``): a POST when ``body`` is given."""
-    method = "GET" if body is None else "POST"
-    action = core.StartHttp(stream=stream, method=method, url=url, headers=(), body=body)
+    if body is None:
+        action = core.StartHttp(stream=stream, method="GET", url=url, headers=())
+    else:
+        action = core.StartHttp(stream=stream, method="POST", url=url, headers=(), body=body)
     with harness.changed:
         request = harness.executor.start(action, inline=True)
     assert request is not None
