@@ -20,7 +20,6 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections import deque
 from collections.abc import Callable
 from typing import Literal
 
@@ -72,13 +71,14 @@ class ProcessSlot:
         self.process: subprocess.Popen[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # asyncio: callbacks, not tasks
         self._stdin: int | None = None  # our end of the stdin pipe, while it is open
-        self._backlog: deque[bytes] = deque()  # written in order once the pipe takes more
+        # Written in order once the pipe takes more (a list: an empty deque is 760 bytes).
+        self._backlog: list[bytes | memoryview] = []
         self._closing = False  # close_stdin() was called: close once the backlog is written
         self._failure: str | None = None  # a write failed: later writes are dropped
         self._watching_stdin = False  # asyncio: a writable callback is registered
         self._wake: anyio.Event | None = None  # trio: set when the writer task has work
-        self._stdout_done: anyio.Event | None = None  # set at stdout EOF
-        self._stderr_done: anyio.Event | None = None  # set at stderr EOF
+        self._stdout_done: _Flag | None = None  # set at stdout EOF
+        self._stderr_done: _Flag | None = None  # set at stderr EOF
         self._stdout_fd = self._stderr_fd = -1
 
     def write(self, data: bytes) -> None:
@@ -194,7 +194,7 @@ class ProcessSlot:
         stdout = self._stdout_fd = process.stdout.fileno()
         stderr = self._stderr_fd = process.stderr.fileno()
         self.process = process
-        self._stdout_done, self._stderr_done = anyio.Event(), anyio.Event()
+        self._stdout_done, self._stderr_done = _Flag(self._loop), _Flag(self._loop)
         try:
             self._feed(
                 ProcessSpawned(
@@ -287,7 +287,7 @@ class ProcessSlot:
         self._stdin = ours
         return process
 
-    async def _pump(self, fd: int, on_readable: Callable[[], None], done: anyio.Event) -> None:
+    async def _pump(self, fd: int, on_readable: Callable[[], None], done: _Flag) -> None:
         """trio: call ``on_readable`` each time ``fd`` is readable, until its EOF."""
         while not done.is_set():
             await anyio.wait_readable(fd)
@@ -308,20 +308,21 @@ class ProcessSlot:
                 return
 
     def _flush(self) -> None:
+        """Write the backlog, joined into one write, as far as the pipe takes it."""
         assert self._stdin is not None
-        while self._backlog:
-            data = self._backlog[0]
-            try:
-                written = os.write(self._stdin, data)
-            except BlockingIOError:
-                return
-            except OSError as exc:
-                self._fail(exc)
-                return
-            if written < len(data):
-                self._backlog[0] = data[written:]
-                return
-            self._backlog.popleft()
+        if not self._backlog:
+            return
+        backlog = self._backlog
+        data = backlog[0] if len(backlog) == 1 else memoryview(b"".join(backlog))
+        try:
+            written = os.write(self._stdin, data)
+        except BlockingIOError:
+            written = 0
+        except OSError as exc:
+            self._fail(exc)
+            return
+        # A memoryview: what is left of a big write is not copied again.
+        self._backlog = [memoryview(data)[written:]] if written < len(data) else []
 
     def _on_stdout(self) -> None:
         data = _read(self._stdout_fd)
@@ -351,6 +352,38 @@ class ProcessSlot:
             if self._loop is not None:
                 self._loop.remove_reader(self._stderr_fd)
             self._stderr_done.set()
+
+
+class _Flag:
+    """Set once, awaited by the slot's task: a bare future on asyncio (an ``anyio.Event``
+    holds an ``asyncio.Event`` and its deque, about 1 KiB an idle session need not keep),
+    anyio's event on trio."""
+
+    __slots__ = ("_event", "_future")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._future = None if loop is None else loop.create_future()
+        self._event = anyio.Event() if loop is None else None
+
+    def set(self) -> None:
+        if self._future is None:
+            assert self._event is not None
+            self._event.set()
+        elif not self._future.done():  # a wait that timed out cancelled it
+            self._future.set_result(None)
+
+    def is_set(self) -> bool:
+        if self._future is None:
+            assert self._event is not None
+            return self._event.is_set()
+        return self._future.done() and not self._future.cancelled()
+
+    async def wait(self) -> None:
+        if self._future is None:
+            assert self._event is not None
+            await self._event.wait()
+        else:
+            await self._future
 
 
 def _read(fd: int) -> bytes | None:

@@ -30,27 +30,33 @@ def _fields() -> dict[str, object]:
     return {"name": "idle", "command": argv[0], "args": argv[1:]}
 
 
+def _new_threads(before: set[threading.Thread]) -> list[str]:
+    """Threads started since ``before`` that still run (threads of earlier tests may end
+    meanwhile: they are not counted either way)."""
+    return sorted(t.name for t in set(threading.enumerate()) - before)
+
+
 def test_an_idle_asyncio_session_holds_two_tasks_and_no_thread() -> None:
-    async def main() -> tuple[int, int, int, int]:
+    async def main() -> tuple[int, list[str], int, list[str]]:
         # One session first, so that whatever a first session starts once is not counted.
         async with mcp_asyncio.Client(**_fields()) as warm:
             await warm.call_tool("echo", {"text": "warm"})
-        tasks, threads = len(asyncio.all_tasks()), threading.active_count()
+        tasks, threads = len(asyncio.all_tasks()), set(threading.enumerate())
         clients = [mcp_asyncio.Client(**_fields()) for _ in range(SESSIONS)]
         try:
             for client in clients:
                 await client.__aenter__()
                 assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
-            held = len(asyncio.all_tasks()) - tasks, threading.active_count() - threads
+            held = len(asyncio.all_tasks()) - tasks, _new_threads(threads)
         finally:
             for client in reversed(clients):
                 await client.__aexit__(None, None, None)
-        return (*held, len(asyncio.all_tasks()) - tasks, threading.active_count() - threads)
+        return (*held, len(asyncio.all_tasks()) - tasks, _new_threads(threads))
 
     tasks, threads, tasks_after, threads_after = asyncio.run(main())
     assert tasks == 2 * SESSIONS
-    assert threads == 0
-    assert (tasks_after, threads_after) == (0, 0)
+    assert threads == []
+    assert (tasks_after, threads_after) == (0, [])
     wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
 
 
@@ -59,15 +65,14 @@ def _driver_threads() -> list[str]:
 
 
 def test_idle_sync_sessions_share_two_threads_that_end_with_the_last_client() -> None:
-    threads = threading.active_count()
+    threads = set(threading.enumerate())
     clients = [mcp_sync.Client(**_fields()) for _ in range(SESSIONS)]
     try:
         for client in clients:
             client.start()
             client.await_ready(30)
             assert client.call_tool("echo", {"text": "hi"}).text == "hi"
-        assert threading.active_count() - threads == 2
-        assert _driver_threads() == ["mcp-sync-io", "mcp-sync-timer"]
+        assert _new_threads(threads) == ["mcp-sync-io", "mcp-sync-timer"]
         # A timeout is still fired (by the shared timer thread) while the other sessions idle.
         with pytest.raises(core.RequestTimeout):
             clients[0].call_tool("slow_progress", {"steps": 1, "delay": 5.0}, timeout=0.1)
@@ -78,5 +83,5 @@ def test_idle_sync_sessions_share_two_threads_that_end_with_the_last_client() ->
         for client in clients:
             client.stop()
     assert _driver_threads() == []
-    assert threading.active_count() == threads
+    assert _new_threads(threads) == []
     wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
