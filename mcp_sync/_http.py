@@ -473,8 +473,8 @@ class HttpExecutor:
                         self._written(request, nudge=handed is None)
                     if handed is None:
                         self._wake_writer()
-                    else:  # not the main thread: it sends what waits behind it itself
-                        self._write_turns()
+                    elif self._handed:  # bytes handed over before this write, so seen here
+                        self._write_turns()  # not the main thread: it sends what waits itself
             else:  # handed over by a caller while its response goes on
                 self._claim(request, connection.sock)
             while True:
