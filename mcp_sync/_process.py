@@ -137,7 +137,8 @@ class SharedLoop:
 
     ``call_soon`` and ``call_at`` may be called from any thread; ``watch`` and ``unwatch`` only
     from the loop's own thread (use ``call_soon`` to get there). A callback that raises is
-    logged; the loop goes on.
+    logged; the loop goes on. After the last release the thread ends once no file descriptor
+    is watched and no timer is left.
     """
 
     _guard = threading.Lock()
@@ -219,7 +220,15 @@ class SharedLoop:
         try:
             while True:
                 with self._lock:
-                    if self._ending:
+                    # Ended by the last release, once nothing is left to watch or to run: a
+                    # process whose client stopped from a callback of this thread (and so
+                    # could not wait for it) is still reaped.
+                    if (
+                        self._ending
+                        and not self._soon
+                        and len(self._selector.get_map()) <= 1
+                        and not any(timer.callback for _, _, timer in self._timers)
+                    ):
                         return
                     now = time.monotonic()
                     due: list[Callable[[], None] | None] = []
@@ -452,8 +461,9 @@ class ProcessSlot:
 
     def join(self, deadline: float) -> None:
         """After ``kill``: wait by ``deadline`` until the process was reaped and its end fed
-        (a process still unreaped then is left to the I/O thread)."""
-        if self._proc is not None:
+        (a process still unreaped then is left to the I/O thread). In the I/O thread itself
+        (stop() from a callback) it does not wait: that thread finishes the end afterwards."""
+        if self._proc is not None and threading.current_thread() is not self._loop.thread:
             self._finished.wait(max(0.0, deadline - time.monotonic()))
 
     # --- reading stdout --------------------------------------------------------------------
