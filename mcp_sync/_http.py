@@ -79,9 +79,12 @@ cores): 1.2, 1.5 and 1.7 times the calls/s of the executor before (workers only)
   feeds next) aborts it, telling the server in the legacy eras; ``release``, called after the
   cancel, fails it with ``HttpFailed`` if the cancel did not abort it. Then the exception goes
   on.
-- **Order.** The caller waits for its turn (``_wait_turn``) like a worker, in slices so that
-  KeyboardInterrupt gets through. Every request ahead is held by a worker, by a caller that is
-  getting on with it, or waits in the queue, which is served (above): the wait always ends.
+- **Order.** The main thread waits for its turn (``_wait_turn``) like a worker, in slices so
+  that KeyboardInterrupt gets through; so does every caller over TLS or without epoll. Every
+  request ahead is held by a worker, by a caller that is getting on with it, has its bytes
+  handed over (sent by whoever writes the request before it, below), or waits in the queue,
+  which is served (above): the wait always ends. Other callers do not wait: see "many
+  callers at once".
 - **Callbacks.** Progress callbacks, log records and the other actions of a feed run in the
   thread that fed: now often the caller's own thread, inside ``call_tool``.
 
@@ -240,7 +243,7 @@ class HttpExecutor:
         # bytes it has to send (their callers read the answers), those waiting for room on
         # their socket (by descriptor), whether it sleeps in poll (then a byte on its pipe
         # wakes it) and whether that byte is on its way. ``_sent`` is notified when a send of
-        # the writer returns and someone waits for it (``_write_waiters``).
+        # handed bytes returns and someone waits for it (``_write_waiters``).
         self._writer: threading.Thread | None = None
         self._epoll: Any = None
         self._wake_fds: tuple[int, int] = (-1, -1)
