@@ -12,6 +12,7 @@ per ticket (a bare future on asyncio). There is no protocol decision here (SPEC 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -95,7 +96,7 @@ from mcp_core.driver import CompletionRef, completion_params
 from mcp_core.replay import Recorder
 
 from ._http import HttpExecutor
-from ._process import ProcessSlot
+from ._process import ProcessSlot, callback_context
 
 if TYPE_CHECKING:
     import ssl
@@ -235,6 +236,7 @@ class Client:
         self._deadline_changed: anyio.Event | None = None  # trio: wakes the timer task
         self._armed: float | None = None  # the deadline the timer is armed for
         self._timer: asyncio.TimerHandle | None = None  # asyncio: the armed timer
+        self._timer_context: contextvars.Context | None = None  # asyncio: it runs in this
         self._timing = False  # asyncio: feeds can (re)arm the timer
         self._host_scope: anyio.CancelScope | None = None  # made in start(): needs a loop
         self._loop: asyncio.AbstractEventLoop | None = None  # set on asyncio (see _Waiter)
@@ -287,6 +289,7 @@ class Client:
             if self._loop is None:
                 self._deadline_changed = anyio.Event()
             else:
+                self._timer_context = callback_context()
                 self._timing = True
             self._tasks = await host.start(self._host)
             if self._spec.url is not None:  # a stdio session holds no HTTP executor
@@ -777,7 +780,9 @@ class Client:
         if self._timer is not None:
             self._timer.cancel()
         self._armed = deadline
-        self._timer = self._loop.call_later(max(0.0, deadline - _now()), self._on_timer)
+        self._timer = self._loop.call_later(
+            max(0.0, deadline - _now()), self._on_timer, context=self._timer_context
+        )
 
     def _disarm(self) -> None:
         self._timing = False

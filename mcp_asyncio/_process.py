@@ -4,10 +4,11 @@ A ``ProcessSlot`` holds only I/O handles, never protocol state. It turns what ha
 process into events through ``feed`` and performs the stdio actions the machine asks for.
 Library exceptions are mapped to events here and nowhere else (STYLE 12).
 
-What an idle session holds (issue 14): one task, the one that awaits ``run``. The pipes are
-read by callbacks: on asyncio the event loop calls them when a pipe is readable
-(``loop.add_reader``: no task, no thread); on trio one small task per pipe waits for it
-(``anyio.wait_readable``) and calls the same callback. The process is spawned with
+What an idle session's process holds (issue 14): on asyncio one task, the one that awaits
+``run``, and no thread. The pipes are read by callbacks: on asyncio the event loop calls them
+when a pipe is readable (``loop.add_reader``: no task, no thread); on trio a task waits for
+each pipe (``anyio.wait_readable``: stdout in the process's own task, stderr and the stdin
+writer in two more, as before) and calls the same callback. The process is spawned with
 ``subprocess.Popen`` rather than asyncio's subprocess support, whose child watcher is a thread
 per process on Python < 3.12; it is reaped once its stdout ended, by waiting for its pidfd
 (Linux) or, elsewhere, by polling ``waitpid``.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import signal
 import subprocess
@@ -39,7 +41,12 @@ from mcp_core import (
 )
 from mcp_core.driver import inherit_environment
 
-__all__ = ["ProcessSlot"]
+try:
+    import sniffio
+except ImportError:  # anyio then finds asyncio by its running loop, which callbacks have
+    sniffio = None  # type: ignore[assignment]
+
+__all__ = ["ProcessSlot", "callback_context"]
 
 # Once the process is reaped its stderr is at EOF too, unless a grandchild still holds the pipe:
 # wait this long for the last stderr bytes (the tail of ServerExited), then stop reading.
@@ -129,7 +136,7 @@ class ProcessSlot:
                 self._wake.set()
         elif not self._watching_stdin and self._stdin is not None:
             self._watching_stdin = True
-            self._loop.add_writer(self._stdin, self._service_stdin)
+            self._loop.add_writer(self._stdin, callback_context().run, self._service_stdin)
 
     def _service_stdin(self) -> None:
         """Flush what the pipe takes; once the backlog is gone, stop watching it, close stdin
@@ -202,8 +209,8 @@ class ProcessSlot:
                 )
             )
             if self._loop is not None:
-                self._loop.add_reader(stdout, self._on_stdout)
-                self._loop.add_reader(stderr, self._on_stderr)
+                self._loop.add_reader(stdout, callback_context().run, self._on_stdout)
+                self._loop.add_reader(stderr, callback_context().run, self._on_stderr)
                 try:
                     returncode = await self._life(process)
                 finally:
@@ -213,8 +220,8 @@ class ProcessSlot:
             else:
                 async with anyio.create_task_group() as pumps:
                     pumps.start_soon(self._write_stdin)
-                    pumps.start_soon(self._pump, stdout, self._on_stdout, self._stdout_done)
                     pumps.start_soon(self._pump, stderr, self._on_stderr, self._stderr_done)
+                    await self._pump(stdout, self._on_stdout, self._stdout_done)  # this task
                     returncode = await self._life(process)
                     pumps.cancel_scope.cancel()  # the writer, and a stderr held by a grandchild
             self._feed(
@@ -384,6 +391,17 @@ class _Flag:
             await self._event.wait()
         else:
             await self._future
+
+
+def callback_context() -> contextvars.Context:
+    """A copy of the current context in which anyio knows it runs on asyncio, for what the
+    event loop calls outside any task (a reader callback, a timer handle): a feed there may
+    start a task (``start_soon``), and anyio, when sniffio is installed, looks for the async
+    library in a context variable or else in the current task, which a callback has not."""
+    context = contextvars.copy_context()
+    if sniffio is not None:
+        context.run(sniffio.current_async_library_cvar.set, "asyncio")
+    return context
 
 
 def _read(fd: int) -> bytes | None:
