@@ -17,7 +17,8 @@ last one stops: ``io`` (``mcp-sync-io``) runs the slots' callbacks, ``timer``
 feeds runs there: the actions a feed returns (progress callbacks, Log records,
 ``elicitation_complete``) run in the thread that read the bytes, a reading caller's own or the
 I/O thread, and one that blocks there holds up the pipes of every session of the process, as
-on an event loop.
+on an event loop. stdin is written by the caller thread that queued first (``write``,
+``flush``); the I/O thread writes only once the pipe is full, or for the main thread.
 
 Theory of operation: who reads stdout
 -------------------------------------
