@@ -342,8 +342,9 @@ class Client:
         progress notification from the thread that read it: this caller's own while it reads
         its answer itself (over HTTP, its own request; over stdio, while it waits alone), else
         a driver thread (over stdio, the I/O thread every session of the process shares: keep
-        it quick); its exceptions are logged. A priced tool (the spec's ``prices``) needs ``reservation=`` from your ``SpendGate`` (else
-        ``UnmeteredCall``, nothing sent); the client commits it once the request is sent and
+        it quick); its exceptions are logged. A priced tool (the spec's ``prices``) needs
+        ``reservation=`` from your ``SpendGate`` (else ``UnmeteredCall``, nothing sent); the
+        client commits it once the request is sent and
         releases it if the call fails before that (SPEC §10). With OpenTelemetry configured,
         the call is a client span and its trace context goes in ``_meta`` (``_mcp_io/otel.py``).
 
