@@ -76,8 +76,9 @@ clean:
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
 
 # Speed is measured here only, never asserted in `make test` (which runs a smoke pass with a tiny
-# N, counting answers). Writes bench/results/{stdio,http}-<run>.jsonl, then REPORT.md and
-# chart.png from the newest run of each suite. About 15 minutes on 2 cores.
+# N, counting answers). Writes bench/results/{stdio,http,scaling}-<run>.jsonl (and the scaling
+# chart), then REPORT.md and chart.png from the newest run of each suite. About 30 minutes on
+# 2 cores, the official TypeScript SDK's client (node) among the clients.
 bench: venv node_modules
 	$(PY) bench/run_stdio.py
 	$(PY) bench/run_http.py
