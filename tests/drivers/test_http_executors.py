@@ -13,8 +13,6 @@ how a failure is worded (_mcp_io.http); the pure HTTP/1.1 pieces both executors 
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
 import json
 import socket
 import ssl
@@ -42,6 +40,7 @@ from mcp_core import (
 from mcp_core._h11wire import ConnectError, ReadError, RequestBuilder, receive, request_bytes
 from mcp_sync._http import HttpExecutor as SyncExecutor
 from tests.conftest import wait_until
+from tests.drivers.pki import Pki
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -252,57 +251,10 @@ def server() -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """(CA certificate, server certificate for 127.0.0.1 signed by it, server key) as PEM files.
-    cryptography comes with the official SDK (a dev dependency), through pyjwt[crypto]."""
-    x509 = pytest.importorskip("cryptography.x509")
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-
-    def issue(subject: str, key: Any, issuer: Any, issuer_key: Any, ca: bool) -> Any:
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(issuer or name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), False
-            )
-        )
-        if ca:
-            usage = x509.KeyUsage(False, False, False, False, False, True, True, False, False)
-            builder = builder.add_extension(usage, critical=True)
-        else:
-            address = x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
-            builder = builder.add_extension(x509.SubjectAlternativeName([address]), False)
-            server_auth = x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH])
-            builder = builder.add_extension(server_auth, False)
-        return builder.sign(issuer_key, hashes.SHA256())
-
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = issue("test CA", ca_key, None, ca_key, ca=True)
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = issue("127.0.0.1", key, ca.subject, ca_key, ca=False)
-    directory = tmp_path_factory.mktemp("tls")
-    paths = directory / "ca.pem", directory / "cert.pem", directory / "key.pem"
-    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return paths
+    """(CA certificate, server certificate for 127.0.0.1 signed by it, server key) as PEM files."""
+    pytest.importorskip("cryptography.x509")
+    pki = Pki(tmp_path_factory.mktemp("tls"))
+    return pki.ca, pki.server_cert, pki.server_key
 
 
 @pytest.fixture
