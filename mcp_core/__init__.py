@@ -43,6 +43,7 @@ from ._eras import LATEST_LEGACY, LEGACY_VERSIONS, MODERN_VERSION
 from ._errors import (
     AuthorizationFailed,
     AuthorizationRequired,
+    AuthorizationUnavailable,
     Busy,
     ConnectFailed,
     HttpError,
@@ -122,12 +123,14 @@ from ._models import (
     UnknownContent,
 )
 from ._names import normalise_server, parse_tool_name, tool_name
-from ._oauth_settings import OAuthSettings
+from ._oauth_settings import AUTH_MAX_BYTES, AUTH_REQUEST_TIMEOUT, OAuthSettings
 from ._spec import Spec
 from ._spend import BudgetExhausted, InMemorySpendGate, Reservation, SpendGate
 from ._tokens import InMemoryTokenStore, StoredAuthorization, TokenStore
 
 __all__ = [
+    "AUTH_MAX_BYTES",
+    "AUTH_REQUEST_TIMEOUT",
     "HANDLED_REQUESTS",
     "LATEST_LEGACY",
     "LEGACY_VERSIONS",
@@ -142,6 +145,7 @@ __all__ = [
     "AuthorizationPrepared",
     "AuthorizationRedirected",
     "AuthorizationRequired",
+    "AuthorizationUnavailable",
     "Authorize",
     "AwaitReady",
     "BudgetExhausted",

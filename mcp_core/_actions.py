@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import McpError
+from ._spec import REDACTED, redact_url
 from ._tokens import StoredAuthorization
+
+# Header values that are credentials or session handles: a recording and a ``repr`` keep their
+# names only (2025-11-25 transports: the client "MUST handle" the session id "securely").
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "mcp-session-id", "dpop"}
+)
 
 __all__ = [
     "AbortHttp",
@@ -151,6 +158,21 @@ class StartHttp(Action):
     # them; a recording keeps neither (``SessionMachine.is_secret`` says so of its events).
     secret: bool = False
 
+    def __repr__(self) -> str:
+        """The URL without userinfo, query or fragment, the headers with the values of
+        credential headers replaced, and the body's length only: a logged action or a test
+        failure shows no token, cookie, session id or token-request form."""
+        headers = [
+            (name, REDACTED if name.lower() in CREDENTIAL_HEADERS else value)
+            for name, value in self.headers
+        ]
+        body = "None" if self.body is None else f"<{len(self.body)} bytes>"
+        return (
+            f"StartHttp(stream={self.stream!r}, method={self.method!r}, "
+            f"url={redact_url(self.url)!r}, headers={headers!r}, body={body}, "
+            f"secret={self.secret!r})"
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AbortHttp(Action):
@@ -204,10 +226,16 @@ class PrepareAuthorization(Action):
 class Authorize(Action):
     """Let the user authorize: open ``url`` in a browser (or hand it to the ``authorize=``
     callback) and feed the redirect's query parameters as ``AuthorizationRedirected``, or
-    ``AuthorizationAbandoned``. ``url`` carries the state and the PKCE challenge: never log
-    it."""
+    ``AuthorizationAbandoned``. ``url`` carries ``state`` and the PKCE challenge: never log
+    either (``repr`` shows neither). A redirect listener compares each request's ``state``
+    with this one and answers any other with 400, waiting on for the right one: a stray or
+    forged request to the loopback port cannot end the login."""
 
     url: str
+    state: str
+
+    def __repr__(self) -> str:
+        return f"Authorize(url={REDACTED!r}, state={REDACTED!r})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -215,10 +243,13 @@ class SignAssertion(Action):
     """Sign a ``private_key_jwt`` client assertion (RFC 7523) with the configured key: the
     claims are ``client_assertion_claims(client_id=..., audience=..., issued_at=<now, UNIX
     seconds>, jti=<random>)``; feed ``AssertionSigned``, or ``AuthorizationAbandoned`` when
-    the key cannot sign."""
+    the key cannot sign. ``algorithms`` is the authorization server's
+    ``token_endpoint_auth_signing_alg_values_supported`` (``None`` when its metadata does not
+    say): the signature must use one of them."""
 
     client_id: str
     audience: str
+    algorithms: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -410,7 +410,11 @@ class Authorization:
             assert self._client is not None and self._server is not None
             self._move(AuthStep.SIGN)
             self._out.append(
-                SignAssertion(client_id=self._client.client_id, audience=self._server.issuer)
+                SignAssertion(
+                    client_id=self._client.client_id,
+                    audience=self._server.issuer,
+                    algorithms=self._server.token_endpoint_auth_signing_alg_values_supported,
+                )
             )
         else:
             self._request_token(None)
@@ -456,7 +460,7 @@ class Authorization:
         )
         self._authorizations += 1
         self._move(AuthStep.AUTHORIZE)
-        self._out.append(Authorize(url=self._pending.url))
+        self._out.append(Authorize(url=self._pending.url, state=self._pending.state))
 
     def _redeem(self, params: Mapping[str, str]) -> None:
         """The redirect came back: check it (state, iss) and redeem its code."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 __all__ = [
     "AuthorizationFailed",
     "AuthorizationRequired",
+    "AuthorizationUnavailable",
     "Busy",
     "ConnectFailed",
     "HttpError",
@@ -263,6 +264,34 @@ class AuthorizationFailed(McpError):
         super().__init__(f"authorization failed: {detail}{code}")
         self.error_code = error_code
         self.detail = detail
+
+
+class AuthorizationUnavailable(McpError):
+    """Authorization could not be had for now (SPEC §11): a request of the authorization
+    layer (a metadata document, registration, the token endpoint) failed in a way that may pass
+    by itself: no answer within its deadline, a connection error, an answer over the size cap,
+    HTTP 429 or 5xx, a redirect, or an answer that cannot be read. Nothing is refused for good:
+    a handshake that waited for the token fails its connect attempt (this error is the
+    ``ConnectFailed``'s ``cause``) and the client retries with backoff; a call that waited for
+    it fails with this error, and the next request tries again.
+
+    ``origin`` is the scheme, host and port the request went to (never a path, query or
+    userinfo); ``step`` names the request (``"protected resource metadata"``,
+    ``"authorization server metadata"``, ``"registration"``, ``"token"``, ``"refresh"``);
+    ``detail`` says what happened; ``retry_after`` is the server's ``Retry-After`` in seconds,
+    if it sent one (the next connect attempt waits at least that long)."""
+
+    def __init__(
+        self, origin: str, step: str, detail: str, retry_after: float | None = None
+    ) -> None:
+        super().__init__(
+            f"authorization is unavailable for now: the {step} request to {origin} {detail}; "
+            "this may pass: the client tries again (the next connect attempt, or the next call)"
+        )
+        self.origin = origin
+        self.step = step
+        self.detail = detail
+        self.retry_after = retry_after
 
 
 class InvalidResponse(McpError):

@@ -9,7 +9,17 @@ from typing import Literal
 
 from ._spec import Spec
 
-__all__ = ["OAuthSettings", "token_store_key"]
+__all__ = ["AUTH_MAX_BYTES", "AUTH_REQUEST_TIMEOUT", "OAuthSettings", "token_store_key"]
+
+# How long one request of the authorization layer may take by default (a metadata document,
+# registration, the token endpoint), in seconds: these answer in well under a second; ten
+# leaves room for a slow identity provider and still ends a hung one long before a person
+# wonders. Never past what is left of the connect attempt (``init_timeout``).
+AUTH_REQUEST_TIMEOUT = 10.0
+# The most the authorization layer reads of one answer: metadata documents, registration and
+# token answers are a few KiB (a token answer with a large JWT, tens of KiB), far below
+# ``max_message_bytes``. Past it the request is aborted, unread.
+AUTH_MAX_BYTES = 256 * 1024
 
 
 def token_store_key(url: str) -> str:
@@ -30,7 +40,11 @@ class OAuthSettings:
     ``authorization_code`` (a user in a browser) or ``client_credentials`` (a machine client,
     with a secret or, when ``private_key`` is true, a key the driver signs assertions with).
     ``scope`` replaces the scope selection when given. ``interactive`` false: the browser step
-    is not allowed here, a flow that needs it fails with ``AuthorizationRequired``."""
+    is not allowed here, a flow that needs it fails with ``AuthorizationRequired``.
+    ``request_timeout`` bounds each request of the authorization layer (metadata, registration,
+    token), and never past the connect attempt's own deadline. ``allow_insecure_http``: send a
+    bearer token to a plain ``http://`` MCP server that is not on this machine (refused
+    otherwise, RFC 6750 §5.3)."""
 
     client_id: str | None = None
     client_secret: str | None = None
@@ -40,6 +54,12 @@ class OAuthSettings:
     scope: str | None = None
     client_name: str = "mcp-sansio-client"
     interactive: bool = True
+    request_timeout: float = AUTH_REQUEST_TIMEOUT
+    allow_insecure_http: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.request_timeout > 0:
+            raise ValueError("request_timeout must be a positive number of seconds")
 
     def __repr__(self) -> str:
         secret = None if self.client_secret is None else "[redacted]"
@@ -64,4 +84,6 @@ class OAuthSettings:
             private_key=oauth.get("key_file") is not None,
             scope=oauth.get("scope"),
             interactive=interactive,
+            request_timeout=float(oauth.get("timeout", AUTH_REQUEST_TIMEOUT)),
+            allow_insecure_http=oauth.get("allow_insecure_http", False),
         )

@@ -37,7 +37,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from . import _events
-from ._actions import Action
+from ._actions import CREDENTIAL_HEADERS, Action
 from ._errors import McpError
 from ._events import AuthorizationRedirected, Event
 from ._spec import REDACTED, Spec, redact_url
@@ -158,15 +158,10 @@ def encode_event(event: Event, *, secret: bool = False) -> dict[str, object]:
     return out
 
 
-# Header values that are credentials or session handles: a recording keeps their names only
-# (2025-11-25 transports: the client "MUST handle" the session id "securely").
-_SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "mcp-session-id"}
-)
-
-
 def _redact_header_pairs(pairs: tuple[tuple[str, str], ...]) -> list[list[str]]:
-    return [[name, REDACTED if name.lower() in _SECRET_HEADERS else value] for name, value in pairs]
+    return [
+        [name, REDACTED if name.lower() in CREDENTIAL_HEADERS else value] for name, value in pairs
+    ]
 
 
 def decode_event(data: Mapping[str, object]) -> Event:
@@ -203,7 +198,7 @@ def _redact_field(name: str, value: object, secret: bool = False) -> object:
         return _redact_header_pairs(value)
     if name == "url" and isinstance(value, str):
         return redact_url(value)
-    if name == "authorization" or (name == "body" and secret):
+    if name in ("authorization", "state") or (name == "body" and secret):
         return REDACTED
     return _to_json(value)
 

@@ -50,8 +50,11 @@ OAUTH_KEYS = (
     "redirect_port",
     "client_metadata_url",
     "key_file",
+    "key_id",
+    "timeout",
+    "allow_insecure_http",
 )
-_OAUTH_TEXT = ("client_id", "client_secret", "scope", "client_metadata_url", "key_file")
+_OAUTH_TEXT = ("client_id", "client_secret", "scope", "client_metadata_url", "key_file", "key_id")
 
 REDACTED = "[redacted]"
 # Userinfo sits in the URL authority, where "[" and "]" mean an IPv6 literal: urllib refuses
@@ -103,9 +106,14 @@ class Spec:
     ``client_credentials``, a machine), ``redirect_port`` of the loopback redirect listener
     (0, the default: any free port), ``client_metadata_url`` (a Client ID Metadata Document),
     ``key_file`` (a PEM private key that signs ``private_key_jwt`` assertions, for
-    ``client_credentials``) and ``enabled``: OAuth runs for every URL server without an
-    ``Authorization`` header unless ``enabled`` is false, in which case a 401 is a permanent
-    connect failure. ``client_secret`` is redacted wherever a spec is shown.
+    ``client_credentials``; ``key_id``, the ``kid`` its assertions name, defaults to the key's
+    RFC 7638 thumbprint), ``timeout`` (seconds each request of the authorization layer may
+    take, 10 by default, never past the connect attempt's ``init_timeout``),
+    ``allow_insecure_http`` (send a bearer token to a plain ``http://`` server that is not on
+    this machine: refused unless true, RFC 6750 §5.3) and ``enabled``: OAuth runs for every
+    URL server without an ``Authorization`` header unless ``enabled`` is false, in which case
+    a 401 is a permanent connect failure. ``client_secret`` is redacted wherever a spec is
+    shown.
 
     The network (HTTP only; the driver does the I/O): ``verify`` is True (certificates
     checked against the system's CAs), False (not checked: the driver logs a warning) or the
@@ -680,9 +688,16 @@ def _check_oauth(value: object, http: bool, headers: Mapping[str, str]) -> Mappi
             "'oauth' is set for a stdio server",
             "OAuth only applies to 'url' servers; remove it",
         )
+    for flag in ("enabled", "allow_insecure_http"):
+        if flag in value and type(value[flag]) is not bool:
+            raise _Problem(f"oauth[{flag!r}] must be true or false, got {_kind(value[flag])}")
     enabled = value.get("enabled", True)
-    if type(enabled) is not bool:
-        raise _Problem(f"oauth['enabled'] must be true or false, got {_kind(enabled)}")
+    if "timeout" in value and _positive_seconds(value["timeout"]) is None:
+        raise _Problem(
+            "oauth['timeout'] must be a positive number of seconds, got "
+            f"{_show_number(value['timeout'])}",
+            "it bounds each request to the authorization server (10 s by default)",
+        )
     if enabled and _has_authorization(headers):
         raise _Problem(
             "'oauth' is set but 'headers' sends an Authorization header of its own",
@@ -716,6 +731,11 @@ def _check_oauth(value: object, http: bool, headers: Mapping[str, str]) -> Mappi
             "oauth['key_file'] is set but the grant is not 'client_credentials'",
             "private_key_jwt signs client_credentials requests: set oauth['grant'] to "
             "'client_credentials', or remove 'key_file'",
+        )
+    if value.get("key_id") is not None and value.get("key_file") is None:
+        raise _Problem(
+            "oauth['key_id'] is set without oauth['key_file']",
+            "key_id names the key of key_file in the assertions it signs",
         )
     metadata_url = value.get("client_metadata_url")
     if metadata_url is not None:

@@ -11,7 +11,13 @@ import pytest
 
 import mcp_core
 
-MACHINE = ["HANDLED_REQUESTS", "OAuthSettings", "SessionMachine"]
+MACHINE = [
+    "AUTH_MAX_BYTES",
+    "AUTH_REQUEST_TIMEOUT",
+    "HANDLED_REQUESTS",
+    "OAuthSettings",
+    "SessionMachine",
+]
 EVENTS = [
     "AssertionSigned",
     "AuthorizationAbandoned",
@@ -89,6 +95,7 @@ MODELS = [
 ERRORS = [
     "AuthorizationFailed",
     "AuthorizationRequired",
+    "AuthorizationUnavailable",
     "Busy",
     "ConnectFailed",
     "HttpError",
