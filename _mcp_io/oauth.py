@@ -181,9 +181,12 @@ class BrowserStep:
             now=self._clock(), redirect_uri=redirect_uri, entropy=os.urandom(ENTROPY_BYTES)
         )
 
-    def wait_for_browser(self, url: str) -> AuthorizationRedirected | AuthorizationAbandoned:
+    def wait_for_browser(
+        self, url: str, state: str
+    ) -> AuthorizationRedirected | AuthorizationAbandoned:
         """The default ``Authorize``, blocking: open ``url`` in the user's browser and wait for
-        the redirect on the listener (``BROWSER_TIMEOUT``)."""
+        the redirect that carries ``state`` (the ``Authorize`` action's) on the listener
+        (``BROWSER_TIMEOUT``); the listener answers any other request 400 and waits on."""
         from .redirect import RedirectError, RedirectTimeout, open_browser
 
         with self._guard:
@@ -196,7 +199,7 @@ class BrowserStep:
                     "no browser could be opened here; pass authorize= to show the URL some "
                     "other way"
                 )
-            params = listener.wait(BROWSER_TIMEOUT)
+            params = listener.wait(BROWSER_TIMEOUT, state=state)
         except RedirectTimeout:
             return self.abandoned(f"no redirect came back within {BROWSER_TIMEOUT:g} seconds")
         except RedirectError as exc:
@@ -205,11 +208,12 @@ class BrowserStep:
             listener.close()
         return AuthorizationRedirected(now=self._clock(), params=params)
 
-    def run(self, url: str) -> AuthorizationRedirected | AuthorizationAbandoned:
-        """``Authorize``, blocking: the ``authorize=`` callback (a plain function here) or the
-        default browser step."""
+    def run(self, url: str, state: str) -> AuthorizationRedirected | AuthorizationAbandoned:
+        """``Authorize``, blocking: the ``authorize=`` callback (a plain function here: it gets
+        ``url`` only, and the core checks the ``state`` of what it returns) or the default
+        browser step, whose listener waits for ``state``."""
         if self._authorize is None:
-            return self.wait_for_browser(url)
+            return self.wait_for_browser(url, state)
         assert callable(self._authorize)
         try:
             answer = self._authorize(url)

@@ -4,12 +4,23 @@ authorization server's redirect on a one-shot listener (SPEC §11).
 ``RedirectListener`` binds 127.0.0.1 only (RFC 8252 §7.3: a native app's loopback redirect;
 §8.3: "loopback IP literal" rather than ``localhost``, so no resolver or firewall rule can send
 the code elsewhere) as soon as it is made, so its ``redirect_uri`` is known before the
-authorization URL is built. ``wait`` then serves until one request arrives on the callback
-path, answers it with a small page, closes every socket and returns the query parameters.
+authorization URL is built. ``wait`` then serves until the authorization response arrives on
+the callback path, answers it with a small page, closes every socket and returns the query
+parameters.
 
-What it does not do: check ``state`` or ``iss``, or look at ``code`` (the authorization layer
-in the core does, on the returned parameters). What it never does: log, echo or raise with a
-parameter's value; the page it answers is the same whatever arrived.
+The authorization response is the request whose ``state`` is the one the login sent (RFC 6749
+§4.1.2 and §4.1.2.1: the authorization server returns it unchanged, in an error response too;
+§10.12: it binds the response to the user agent's own request). Any process or web page can
+reach a loopback port, so every other request to the callback path, with another ``state``,
+none, or several, is answered 400 and the wait goes on until its deadline: a stray or forged
+request cannot end the login (had ``wait`` returned it, the core would refuse the login for
+its ``state``, for good). The comparison is ``hmac.compare_digest``, in constant time: the
+state is a value no one else may guess (RFC 6749 §10.10), so how long a refusal takes must not
+tell how much of a guess was right.
+
+What it does not do: check ``iss`` or look at ``code`` (the authorization layer in the core
+does, on the returned parameters, and checks ``state`` again). What it never does: log, echo
+or raise with a parameter's value; each page it answers is the same whatever arrived.
 
 Details a browser needs:
 
@@ -29,6 +40,7 @@ Blocking and thread-free: the anyio driver calls ``wait`` through ``anyio.to_thr
 from __future__ import annotations
 
 import contextlib
+import hmac
 import selectors
 import socket
 import sys
@@ -44,7 +56,13 @@ from mcp_core import McpError
 
 from .http import os_message
 
-__all__ = ["RedirectError", "RedirectListener", "RedirectTimeout", "open_browser"]
+__all__ = [
+    "RedirectError",
+    "RedirectListener",
+    "RedirectTimeout",
+    "authorization_state",
+    "open_browser",
+]
 
 HOST = "127.0.0.1"
 # How often a waiting listener looks at its deadline and at close() from another thread.
@@ -54,6 +72,8 @@ _SLICE = 0.1
 _MAX_HEAD = 64 * 1024
 # Connections served side by side; beyond this the oldest is dropped.
 _MAX_CONNECTIONS = 8
+# The most parameters an authorization response may have; checked once its state is found
+# right (any other request is a stray one, answered 400).
 _MAX_PARAMETERS = 64
 _SEND_TIMEOUT = 2.0
 # An authorization response's parameters (RFC 6749 §4.1.2, §4.1.2.1; RFC 9207 §2).
@@ -104,6 +124,13 @@ _NOT_COMPLETED = _page(
 _NOT_FOUND = _page("404 Not Found", "Not found", "Not found.")
 _NOT_ALLOWED = _page("405 Method Not Allowed", "Method not allowed", "Method not allowed.")
 _BAD_REQUEST = _page("400 Bad Request", "Bad request", "Bad request.")
+# A request on the callback path without the state of the login in progress: a stray or forged
+# request, or a browser tab left over from an earlier login. The same page whatever it carried.
+_OTHER_LOGIN = _page(
+    "400 Bad Request",
+    "Not this login",
+    "This is not the answer to the login in progress. You can close this window.",
+)
 
 
 class RedirectListener:
@@ -180,18 +207,24 @@ class RedirectListener:
             if not self._waiting:
                 self._listener.close()
 
-    def wait(self, timeout: float) -> dict[str, str]:
-        """Serve until one ``GET`` arrives on the callback path, answer it with a page that
-        echoes nothing, close the listener and return that request's query parameters (say
-        ``code``, ``state``, ``iss``, or ``error`` and ``error_description``), unchecked.
+    def wait(self, timeout: float, *, state: str) -> dict[str, str]:
+        """Serve until the authorization response for ``state`` arrives: a ``GET`` on the
+        callback path whose one ``state`` parameter is ``state``. Answer it with a page that
+        echoes nothing, close the listener and return its query parameters (say ``code``,
+        ``state``, ``iss``, or ``error`` and ``error_description``); only ``state`` is checked.
 
-        Other paths get 404 and the wait goes on. ``RedirectTimeout`` after ``timeout``
-        seconds; ``RedirectError`` when the listener was closed or used, or a parameter comes
-        twice (RFC 6749 §3.1: parameters "MUST NOT be included more than once"). The listener
-        is closed when this returns or raises, Ctrl-C included: it serves one wait only.
+        A request on the callback path with another ``state``, none or several gets 400, other
+        paths 404, and the wait goes on. ``RedirectTimeout`` after ``timeout`` seconds;
+        ``RedirectError`` when the listener was closed or used, or the response (with the right
+        ``state``) repeats a parameter (RFC 6749 §3.1: parameters "MUST NOT be included more
+        than once") or has too many. The listener is closed when this returns or raises,
+        Ctrl-C included: it serves one wait only.
         """
         if not timeout > 0:
             raise ValueError("the redirect timeout is a positive number of seconds")
+        if not isinstance(state, str) or not state:
+            raise ValueError("the state a redirect must carry is a non-empty string")
+        expected = state.encode("utf-8")
         with self._guard:
             if self._abandoned.is_set() or self._waiting:
                 raise RedirectError(
@@ -220,7 +253,7 @@ class RedirectListener:
                         self._accept(selector, connections)
                         continue
                     assert isinstance(key.fileobj, socket.socket)
-                    parameters = self._serve(key.fileobj, selector, connections)
+                    parameters = self._serve(key.fileobj, selector, connections, expected)
                     if parameters is not None:
                         return parameters
         finally:
@@ -253,9 +286,11 @@ class RedirectListener:
         connection: socket.socket,
         selector: selectors.BaseSelector,
         connections: dict[socket.socket, h11.Connection],
+        state: bytes,
     ) -> dict[str, str] | None:
-        """Read what ``connection`` sent; the parameters once a callback request is complete,
-        else ``None`` (more to read, or the connection was answered and dropped)."""
+        """Read what ``connection`` sent; the parameters once the authorization response for
+        ``state`` is complete, else ``None`` (more to read, or the connection was answered and
+        dropped)."""
         try:
             data = connection.recv(65536)
         except BlockingIOError:
@@ -277,7 +312,7 @@ class RedirectListener:
             _drop(connection, selector, connections)
             return None
         try:
-            page, parameters = self._judge(event)
+            page, parameters = self._judge(event, state)
         except RedirectError:
             _answer(connection, _NOT_COMPLETED)
             raise
@@ -285,8 +320,8 @@ class RedirectListener:
         _drop(connection, selector, connections)
         return parameters
 
-    def _judge(self, request: h11.Request) -> tuple[bytes, dict[str, str] | None]:
-        """The page to answer and, for the callback request, its parameters."""
+    def _judge(self, request: h11.Request, state: bytes) -> tuple[bytes, dict[str, str] | None]:
+        """The page to answer and, for the authorization response, its parameters."""
         host = dict(request.headers).get(b"host", b"").lower()
         if host not in self._hosts:
             return _BAD_REQUEST, None
@@ -295,12 +330,16 @@ class RedirectListener:
             return _NOT_FOUND, None
         if request.method != b"GET":
             return _NOT_ALLOWED, None
-        try:
-            pairs = parse_qsl(target.query, keep_blank_values=True, max_num_fields=_MAX_PARAMETERS)
-        except ValueError:
+        # Parsed whole, so that only a request with the right state can end the wait, even by
+        # failing. Bounded: h11 refuses a head still unfinished past _MAX_HEAD bytes, and one
+        # read adds at most 64 KiB.
+        pairs = parse_qsl(target.query, keep_blank_values=True)
+        if not _carries(pairs, state):
+            return _OTHER_LOGIN, None
+        if len(pairs) > _MAX_PARAMETERS:
             raise RedirectError(
                 f"the authorization redirect has more than {_MAX_PARAMETERS} parameters"
-            ) from None
+            )
         parameters: dict[str, str] = {}
         for name, value in pairs:
             if name in parameters:
@@ -313,6 +352,14 @@ class RedirectListener:
                 )
             parameters[name] = value
         return (_NOT_COMPLETED if "error" in parameters else _RECEIVED), parameters
+
+
+def _carries(pairs: list[tuple[str, str]], state: bytes) -> bool:
+    """Whether ``pairs`` hold ``state`` as their one ``state`` parameter; compared in constant
+    time (the length of the expected state aside, which is no secret)."""
+    values = [value for name, value in pairs if name == "state"]
+    # parse_qsl decodes with errors="replace": the text always encodes.
+    return len(values) == 1 and hmac.compare_digest(values[0].encode("utf-8"), state)
 
 
 def _answer(connection: socket.socket, page: bytes) -> None:
@@ -331,6 +378,16 @@ def _drop(
     selector.unregister(connection)
     del connections[connection]
     connection.close()
+
+
+def authorization_state(url: str) -> str:
+    """The ``state`` an authorization URL sends (RFC 6749 §4.1.1), for a listener of an
+    ``authorize=`` callback, which gets the URL only, to wait for (``wait(state=...)``).
+    ``RedirectError``, never quoting the URL, when it has no one non-empty ``state``."""
+    values = [v for n, v in parse_qsl(urlsplit(url).query, keep_blank_values=True) if n == "state"]
+    if len(values) != 1 or not values[0]:
+        raise RedirectError("the authorization URL does not carry one state to wait for")
+    return values[0]
 
 
 def open_browser(url: str) -> bool:

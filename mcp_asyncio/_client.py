@@ -695,7 +695,7 @@ class Client:
                 self._tasks.start_soon(self._feed_result, self._browser.prepare)
             case Authorize():
                 assert self._tasks is not None
-                self._tasks.start_soon(self._authorize_step, action.url)
+                self._tasks.start_soon(self._authorize_step, action.url, action.state)
             case SignAssertion():
                 assert self._tasks is not None
                 sign = functools.partial(sign_assertion, action, self._spec, _now)
@@ -709,15 +709,16 @@ class Client:
     async def _feed_result(self, make: Callable[[], Event], in_thread: bool = False) -> None:
         self._feed(await anyio.to_thread.run_sync(make) if in_thread else make())
 
-    async def _authorize_step(self, url: str) -> None:
-        """``Authorize``: the ``authorize=`` callback (plain or async), or the user's browser
-        and the redirect listener in a worker thread (``stop()`` closes the listener, which
-        ends the thread)."""
+    async def _authorize_step(self, url: str, state: str) -> None:
+        """``Authorize``: the ``authorize=`` callback (plain or async; the core checks the
+        state of its answer), or the user's browser and the redirect listener, which waits
+        for ``state``, in a worker thread (``stop()`` closes the listener, which ends the
+        thread)."""
         callback = self._authorize
         event: Event
         if callback is None:
             wait = self._browser.wait_for_browser
-            event = await anyio.to_thread.run_sync(wait, url, abandon_on_cancel=True)
+            event = await anyio.to_thread.run_sync(wait, url, state, abandon_on_cancel=True)
         else:
             try:
                 answer: object = callback(url)

@@ -75,7 +75,7 @@ from urllib.parse import urlsplit
 import click
 
 from _mcp_io.oauth import BROWSER_TIMEOUT, CALLBACK_PATH
-from _mcp_io.redirect import RedirectError, RedirectListener, open_browser
+from _mcp_io.redirect import RedirectError, RedirectListener, authorization_state, open_browser
 from _mcp_io.tokens import FileTokenStore, TokenStoreError
 from mcp_core import (
     AudioContent,
@@ -1359,7 +1359,9 @@ class _LoginStore:
 class _LoginStep:
     """``login``'s browser step, an ``authorize=`` callback with a listener of its own: it
     prints the authorization URL on stderr (never to a log), opens the browser and waits on
-    a one-shot listener on 127.0.0.1 (the spec's ``oauth.redirect_port``, else any port).
+    a one-shot listener on 127.0.0.1 (the spec's ``oauth.redirect_port``, else any port) for
+    the redirect that carries the URL's ``state``: any other request there is answered 400
+    and the wait goes on, so a stray one cannot end the login.
     ``error`` keeps why a step failed, for the one line ``login`` prints; ``asked`` whether a
     step began."""
 
@@ -1379,6 +1381,7 @@ class _LoginStep:
             self.asked = True
             listener = self._listener
         try:
+            state = authorization_state(url)
             if listener.closed:
                 listener = RedirectListener(self._port, CALLBACK_PATH)
                 with self._lock:
@@ -1390,7 +1393,7 @@ class _LoginStep:
             )
             if not open_browser(url):
                 click.echo("mcp-client: no browser could be opened: open the URL above", err=True)
-            return listener.wait(BROWSER_TIMEOUT)
+            return listener.wait(BROWSER_TIMEOUT, state=state)
         except RedirectError as exc:  # never quotes a parameter
             with self._lock:
                 self.error = exc

@@ -702,7 +702,7 @@ class Client:
             case PrepareAuthorization():
                 later.append(partial(self._feed_result, self._browser.prepare))
             case Authorize():
-                later.append(partial(self._authorize_in_thread, action.url))
+                later.append(partial(self._authorize_in_thread, action.url, action.state))
             case SignAssertion():
                 sign = partial(sign_assertion, action, self._spec, time.monotonic)
                 later.append(partial(self._feed_result, sign))
@@ -743,11 +743,11 @@ class Client:
 
         threading.Thread(target=run, name=f"mcp-{self.name}-handler", daemon=True).start()
 
-    def _authorize_in_thread(self, url: str) -> None:
+    def _authorize_in_thread(self, url: str, state: str) -> None:
         # The user may take minutes: a thread of its own; stop() closes the listener it
         # waits on (a callback that blocks is left to finish: its answer is dropped then).
         def run() -> None:
-            self._feed(self._browser.run(url))
+            self._feed(self._browser.run(url, state))
 
         threading.Thread(target=run, name=f"mcp-{self.name}-authorize", daemon=True).start()
 
