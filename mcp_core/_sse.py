@@ -13,6 +13,10 @@ Two choices for MCP:
   order to prime the client to reconnect" - that is no message, and JSON-decoding "" would fail.
   Its id and retry still reach ``last_event_id`` and ``retry``.
 - A ``retry`` of more than 18 digits is ignored, so ``int()`` stays inside Python's digit limit.
+- An event too large to keep is reported (``SseTooLarge``) as soon as its bytes show it, not at
+  its blank line: a line that never ends (``data: xxx...`` forever) must not be read forever.
+  The event counts as dispatched then: ``last_event_id`` takes its id as read so far (a stream
+  reopened after it does not ask for it again), and its blank line dispatches nothing more.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ _BOM = b"\xef\xbb\xbf"
 _LINE_END = re.compile(rb"\r\n?|\n")
 # A line may exceed max_event_bytes by its "data: " prefix, so the cap is one on data bytes.
 _PREFIX_ROOM = len(b"data: ")
+_DATA_FIELD = b"data:"
 _MAX_RETRY_DIGITS = 18
 
 
@@ -40,9 +45,12 @@ class SseEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SseTooLarge:
-    """An event discarded because its data, or one of its lines, exceeded ``max_event_bytes``.
+    """An event discarded because its data, or one of its lines, exceeded ``max_event_bytes``,
+    reported as soon as the bytes read show it (the event may go on, unread).
 
-    ``size`` counts the bytes of all the event's lines, line endings excluded.
+    ``size`` counts the event's bytes up to and including the one that showed it too large
+    (its lines, line endings excluded): the event is at least that large. It does not depend
+    on how the stream was split into pieces.
     """
 
     size: int
@@ -54,9 +62,11 @@ SseFrame = SseEvent | SseTooLarge
 class SseDecoder:
     """Turn a ``text/event-stream`` body, fed in pieces split anywhere, into ``SseFrame``s.
 
-    ``feed`` never raises for anything the peer sends. An oversized event is not kept: its data
-    is dropped once over the cap (its ``event``, ``id`` and ``retry`` lines still apply), one
-    ``SseTooLarge`` comes at its blank line, and decoding goes on with the next event.
+    ``feed`` never raises for anything the peer sends. An oversized event is not kept: one
+    ``SseTooLarge`` comes as soon as it is known too large (a line longer than the cap plus
+    the room of ``"data: "``, or data over the cap, the LFs joining its lines counted), even
+    in the middle of a line; its data is dropped (its ``event``, ``id`` and ``retry`` lines
+    still apply), and decoding goes on with the next event.
     """
 
     def __init__(self, max_event_bytes: int) -> None:
@@ -72,8 +82,8 @@ class SseDecoder:
         self._data: list[bytes] = []
         self._data_size = 0  # bytes of the joined data buffer
         self._type = b""
-        self._event_size = 0
-        self._too_large = False
+        self._event_size = 0  # bytes of the event's finished lines
+        self._too_large = False  # reported already: its blank line dispatches nothing
         self._id_buffer: str | None = None  # WHATWG "last event ID buffer"
         self._last_event_id: str | None = None
         self._retry: int | None = None
@@ -125,12 +135,10 @@ class SseDecoder:
         frames: list[SseFrame] = []
         # Only the new bytes are searched, so many small pieces of one line stay linear.
         for line_end in _LINE_END.finditer(data, start):
-            self._append(view[start : line_end.start()])
-            frame = self._end_line()
-            if frame is not None:
-                frames.append(frame)
+            self._append(view[start : line_end.start()], frames)
+            self._end_line(frames)
             start = line_end.end()
-        self._append(view[start:])
+        self._append(view[start:], frames)
         return frames
 
     def close(self) -> list[SseFrame]:
@@ -143,29 +151,47 @@ class SseDecoder:
         self._data_size = 0
         return []
 
-    def _append(self, piece: memoryview) -> None:
-        self._line_size += len(piece)
-        if self._line_size <= self._line_limit:
+    def _append(self, piece: memoryview, frames: list[SseFrame]) -> None:
+        """Add ``piece`` to the unfinished line; report the event once its bytes show it is too
+        large, whether or not the line ever ends."""
+        size = self._line_size + len(piece)
+        if size <= self._line_limit:
             self._line += piece
+            head = self._line[:_PREFIX_ROOM]
         else:
+            # Not held. The line was held until now, unless the event was reported already.
+            head = (self._line[:_PREFIX_ROOM] + piece[:_PREFIX_ROOM])[:_PREFIX_ROOM]
             self._line.clear()
+        self._line_size = size
+        if self._too_large:
+            return
+        known = self._line_limit + 1  # the byte of the line that shows the event too large
+        if head.startswith(_DATA_FIELD):
+            # A data line: its value is the rest, less one leading space (WHATWG).
+            room = self.max_event_bytes - self._data_size - (1 if self._data else 0)
+            if room < 0:
+                known = len(_DATA_FIELD)
+            elif len(head) == _PREFIX_ROOM:
+                known = min(known, len(_DATA_FIELD) + 1 + room + (head[-1] == 0x20))
+        if known <= size:
+            self._overflow(self._event_size + known, frames)
 
-    def _end_line(self) -> SseFrame | None:
+    def _end_line(self, frames: list[SseFrame]) -> None:
         line, size = bytes(self._line), self._line_size
         self._line.clear()
         self._line_size = 0
         if size == 0:
-            return self._dispatch()
+            self._dispatch(frames)
+            return
         self._event_size += size
-        if size > self._line_limit:
-            self._overflow()
-            return None
+        if size > self._line_limit:  # not held, not interpreted; reported by _append
+            return
         name, _, value = line.partition(b":")
         if not name:  # the line starts with ":": a comment
-            return None
+            return
         value = value.removeprefix(b" ")
         if name == b"data":
-            self._add_data(value)
+            self._add_data(value, frames)
         elif name == b"event":
             self._type = value
         elif name == b"id":
@@ -173,34 +199,37 @@ class SseDecoder:
                 self._id_buffer = value.decode("utf-8", errors="replace")
         elif name == b"retry" and value.isdigit() and len(value) <= _MAX_RETRY_DIGITS:
             self._retry = int(value)
-        return None
 
-    def _add_data(self, value: bytes) -> None:
+    def _add_data(self, value: bytes, frames: list[SseFrame]) -> None:
         if self._too_large:
             return
         self._data_size += len(value) + (1 if self._data else 0)
         if self._data_size > self.max_event_bytes:
-            self._overflow()
+            # Only a "data" line without a colon gets here (its LF alone is over the cap):
+            # _append reported any other data line over it before its end.
+            self._overflow(self._event_size, frames)
         else:
             self._data.append(value)
 
-    def _overflow(self) -> None:
+    def _overflow(self, size: int, frames: list[SseFrame]) -> None:
+        """The event is too large: report it now, as dispatched (see the module docstring)."""
         self._too_large = True
         self._data.clear()
         self._data_size = 0
+        self._last_event_id = self._id_buffer
+        frames.append(SseTooLarge(size=size))
 
-    def _dispatch(self) -> SseFrame | None:
+    def _dispatch(self, frames: list[SseFrame]) -> None:
         self._last_event_id = self._id_buffer  # WHATWG: set even when nothing is dispatched
-        frame: SseFrame | None = None
-        joined = b"\n".join(self._data)
-        if self._too_large:
-            frame = SseTooLarge(size=self._event_size)
-        elif joined:  # empty data: no event (see the module docstring)
-            frame = SseEvent(
-                event=self._type.decode("utf-8", errors="replace") or "message",
-                data=joined.decode("utf-8", errors="replace"),
-                id=self._last_event_id,
-            )
+        if not self._too_large:
+            joined = b"\n".join(self._data)
+            if joined:  # empty data: no event (see the module docstring)
+                frames.append(
+                    SseEvent(
+                        event=self._type.decode("utf-8", errors="replace") or "message",
+                        data=joined.decode("utf-8", errors="replace"),
+                        id=self._last_event_id,
+                    )
+                )
         self._data, self._data_size, self._type = [], 0, b""
         self._too_large, self._event_size = False, 0
-        return frame

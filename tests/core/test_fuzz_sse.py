@@ -12,7 +12,12 @@ trailing LF removed) as an event of the type, or "message". Text is UTF-8 with r
 
 Plus the choices ``_sse.py`` documents for MCP, and nothing else: no event for empty data; a
 ``retry`` of more than 18 digits is ignored; an event whose data (or one of whose lines, less
-the room of "data: ") is over the cap is one ``SseTooLarge`` counting all its lines' bytes.
+the room of "data: ") is over the cap is one ``SseTooLarge``, given as soon as the bytes read
+prove it, whatever would follow: at the first byte of a line (finished or not, the last,
+unterminated one too) whose prefix is longer than the cap plus that room, or is a ``data``
+field (a colon after "data") whose value so far puts the event's data over the cap; or at
+the end of a ``data`` line without a colon whose LF puts it over. Its size counts the event's
+bytes up to that byte, and it sets the last event ID as a dispatch does.
 
 The decoder, fed the same bytes cut anywhere, must give the model's frames, last event ID and
 retry, hold at most about twice the cap, and never raise.
@@ -46,10 +51,25 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+def _known_too_large(raw: bytes, data_bytes: int, cap: int, *, ended: bool) -> int | None:
+    """The length of the shortest prefix of line ``raw`` that proves its event too large, the
+    event's data so far being ``data_bytes`` (-1: none); None when no prefix does."""
+    for length in range(1, len(raw) + 1):
+        prefix = raw[:length]
+        if length > cap + _PREFIX_ROOM:
+            return length
+        name, colon, value = prefix.partition(b":")
+        if colon and name == b"data" and data_bytes + 1 + len(value.removeprefix(b" ")) > cap:
+            return length
+    if ended and raw == b"data" and data_bytes + 1 > cap:
+        return len(raw)
+    return None
+
+
 def model(body: bytes, cap: int) -> tuple[list[SseFrame], str | None, int | None]:
     """Frames, last event ID and retry after the whole ``body`` and its end."""
     body = body.removeprefix(_BOM)
-    *lines, _unterminated = re.split(rb"\r\n|\r|\n", body)
+    *lines, unterminated = re.split(rb"\r\n|\r|\n", body)
     frames: list[SseFrame] = []
     data: list[str] = []
     data_bytes = -1  # bytes of the data buffer without its trailing LF (-1: empty buffer)
@@ -59,21 +79,25 @@ def model(body: bytes, cap: int) -> tuple[list[SseFrame], str | None, int | None
     retry: int | None = None
     too_large = False
     event_bytes = 0
-    for raw in lines:
-        if not raw:  # dispatch
-            last_event_id = id_buffer
+    for raw, ended in [*((line, True) for line in lines), (unterminated, False)]:
+        if not raw:
+            if not ended:
+                break
+            last_event_id = id_buffer  # dispatch
             joined = "\n".join(data)
-            if too_large:
-                frames.append(SseTooLarge(size=event_bytes))
-            elif joined:  # MCP: empty data is no event
+            if joined and not too_large:  # MCP: empty data is no event
                 frames.append(
                     SseEvent(event=event_type or "message", data=joined, id=last_event_id)
                 )
             data, data_bytes, event_type, too_large, event_bytes = [], -1, "", False, 0
             continue
-        event_bytes += len(raw)
-        if len(raw) > cap + _PREFIX_ROOM:  # a line too long to hold: not interpreted
+        known = None if too_large else _known_too_large(raw, data_bytes, cap, ended=ended)
+        if known is not None:  # reported at once, as dispatched
+            frames.append(SseTooLarge(size=event_bytes + known))
+            last_event_id = id_buffer
             too_large, data, data_bytes = True, [], -1
+        event_bytes += len(raw)
+        if not ended or len(raw) > cap + _PREFIX_ROOM:  # cut off, or too long to hold: not read
             continue
         line = _text(raw)
         if line.startswith(":"):
@@ -86,8 +110,7 @@ def model(body: bytes, cap: int) -> tuple[list[SseFrame], str | None, int | None
             if not too_large:
                 data.append(value)
                 data_bytes += len(raw_value) + 1
-                if data_bytes > cap:
-                    too_large, data, data_bytes = True, [], -1
+                assert data_bytes <= cap, "known too large before the line ended"
         elif name == "event":
             event_type = value
         elif name == "id":
@@ -273,10 +296,29 @@ TABLE: list[tuple[list[bytes], int, list[SseFrame], str | None, int | None]] = [
     # The cap counts the LF that joins data lines.
     ([b"data: ab\ndata: c\n\n"], 4, [SseEvent(event="message", data="ab\nc", id=None)], None, None),
     ([b"data: ab\ndata: cd\n\n"], 4, [SseTooLarge(size=16)], None, None),
-    # A line over the cap plus "data: " is not read, even an id: the earlier id stays.
-    ([b"id: 1\n\nid: " + b"9" * 20 + b"\n\n"], 10, [SseTooLarge(size=24)], "1", None),
+    # A line over the cap plus "data: " is not read, even an id: the earlier id stays. It is
+    # reported at its 17th byte (10 + len("data: ") + 1), and its size counts up to there.
+    ([b"id: 1\n\nid: " + b"9" * 20 + b"\n\n"], 10, [SseTooLarge(size=17)], "1", None),
     # A comment line over the room makes the event too large even with small data.
-    ([b": " + b"c" * 20 + b"\ndata: a\n\n"], 10, [SseTooLarge(size=29)], None, None),
+    ([b": " + b"c" * 20 + b"\ndata: a\n\n"], 10, [SseTooLarge(size=17)], None, None),
+    # A line that never ends is reported all the same, at the byte that shows it too large:
+    # data over the cap ("data: " and 11 bytes), a line over the room, whatever its field.
+    ([b"data: " + b"x" * 11], 10, [SseTooLarge(size=17)], None, None),
+    ([b"data:" + b"x" * 11], 10, [SseTooLarge(size=16)], None, None),
+    ([b"x" * 17], 10, [SseTooLarge(size=17)], None, None),
+    ([b"x" * 16], 10, [], None, None),
+    # Data over the cap across lines: at the colon of a data line once the LF joining it is
+    # over; at the end of a "data" line without colon (it could have been "datum").
+    ([b"data: ab\ndata:"], 2, [SseTooLarge(size=13)], None, None),
+    ([b"data: ab\ndata"], 2, [], None, None),
+    ([b"data: ab\ndata\n"], 2, [SseTooLarge(size=12)], None, None),
+    ([b"data: ab\ndata: c"], 4, [], None, None),
+    ([b"data: ab\ndata: cd"], 4, [SseTooLarge(size=16)], None, None),
+    # Reported, the event counts as dispatched: its id so far is the last event ID, before its
+    # blank line (here never sent); a later id of it applies at its blank line.
+    ([b"id: 7\ndata: " + b"x" * 20], 10, [SseTooLarge(size=22)], "7", None),
+    ([b"id: 7\ndata: " + b"x" * 20 + b"\nid: 8\n"], 10, [SseTooLarge(size=22)], "7", None),
+    ([b"id: 7\ndata: " + b"x" * 20 + b"\nid: 8\n\n"], 10, [SseTooLarge(size=22)], "8", None),
     # BOM handling across reads: one is dropped, a second is part of a field name.
     ([_BOM[:1], _BOM[1:2], _BOM[2:] + _BOM + b"data: a\n\n"], 64, [], None, None),
     (

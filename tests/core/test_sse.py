@@ -92,22 +92,25 @@ def test_last_event_id_updates_at_dispatch() -> None:
 
 
 # Cap 10 data bytes: (chunks, frames); every case ends with a normal event to show recovery.
+# An oversized event is reported as soon as its bytes show it: its size counts them up to the
+# byte that did (a line's 17th byte: 10 + len("data: ") + 1, or the data byte over the cap).
 CAP = 10
 OVERSIZED: list[tuple[list[bytes], list[SseFrame]]] = [
     ([b"data: 0123456789\n\ndata: ok\n\n"], [ev("0123456789"), ev("ok")]),  # exactly the cap
     ([b"data:0123456789A\n\ndata: ok\n\n"], [SseTooLarge(size=16), ev("ok")]),
     ([b"data: 01234\ndata: 6789\n\n"], [ev("01234\n6789")]),  # 10 bytes with the newline
     ([b"data: 01234\ndata: 6789A\n\ndata: ok\n\n"], [SseTooLarge(size=22), ev("ok")]),
-    # Over the cap, further lines are counted and not kept; id and retry still apply.
+    # Over the cap, further lines are not kept; id and retry still apply.
     (
         [b"id: 1\ndata: 0123456789A\ndata: x\nid: 2\nretry: 5\n\ndata: ok\n\n"],
-        [SseTooLarge(size=42), ev("ok", "2")],
+        [SseTooLarge(size=22), ev("ok", "2")],
     ),
     # A single line longer than the cap plus "data: ", in pieces: never held.
-    ([b": " + b"c" * 50, b"c" * 50 + b"\ndata: ok\n\n"], [SseTooLarge(size=110)]),
-    ([b"event: " + b"e" * 20 + b"\n\ndata: ok\n\n"], [SseTooLarge(size=27), ev("ok")]),
-    ([b"data: " + b"x" * 100 + b"\r", b"\ndata: ok\r\n\r\n"], [SseTooLarge(size=114)]),
-    ([b"data: " + b"x" * 100 + b"\n"], []),  # cut off at EOF: discarded
+    ([b": " + b"c" * 50, b"c" * 50 + b"\ndata: ok\n\n"], [SseTooLarge(size=17)]),
+    ([b"event: " + b"e" * 20 + b"\n\ndata: ok\n\n"], [SseTooLarge(size=17), ev("ok")]),
+    ([b"data: " + b"x" * 100 + b"\r", b"\ndata: ok\r\n\r\n"], [SseTooLarge(size=17)]),
+    ([b"data: " + b"x" * 100 + b"\n"], [SseTooLarge(size=17)]),  # cut off at EOF: reported
+    ([b"data: " + b"x" * 100], [SseTooLarge(size=17)]),  # a line that never ended
 ]
 
 
@@ -115,6 +118,54 @@ OVERSIZED: list[tuple[list[bytes], list[SseFrame]]] = [
 def test_size_cap(chunks: list[bytes], frames: list[SseFrame]) -> None:
     _, got = decode(chunks, cap=CAP)
     assert got == frames
+
+
+@pytest.mark.parametrize(
+    ("start", "endless", "reported_at"),
+    [
+        (b"data: ", b"x", CAP + len(b"data: ") + 1),  # data over the cap
+        (b"data:", b"x", CAP + len(b"data:") + 1),
+        (b"id: 1\ndata: abc\ndata: ", b"x", len(b"id: 1\ndata: abc\ndata: ") + 10 - 4 + 1),
+        (b"", b"x", CAP + len(b"data: ") + 1),  # any line over the cap plus "data: "
+        (b": ", b"c", CAP + len(b"data: ") + 1),
+    ],
+)
+def test_an_endless_line_is_reported_by_the_byte_that_shows_it_too_large(
+    start: bytes, endless: bytes, reported_at: int
+) -> None:
+    # The stream's bytes one at a time, never a line end: the report comes with the byte that
+    # shows the event too large, once, and the decoder holds no more than before.
+    decoder = SseDecoder(CAP)
+    stream = start + endless * 1000
+    frames = [decoder.feed(stream[i : i + 1]) for i in range(len(stream))]
+    reports = [(at + 1, got) for at, got in enumerate(frames) if got]
+    assert len(reports) == 1
+    at, [frame] = reports[0]
+    assert at == reported_at
+    assert isinstance(frame, SseTooLarge)
+    assert decoder.buffered_bytes <= 2 * CAP + len(b"data: ")
+    # The line ends, then the event: nothing more for it; the next event is decoded.
+    assert decoder.feed(b"\n\ndata: ok\n\n") == [ev("ok", decoder.last_event_id)]
+
+
+def test_many_short_data_lines_are_reported_by_the_line_that_goes_over() -> None:
+    decoder = SseDecoder(100)
+    line = b"data: " + b"y" * 9 + b"\n"  # 9 bytes of data and the LF joining the next
+    fed = [decoder.feed(line) for _ in range(20)]
+    # 10 lines make 99 bytes of data, the 11th's LF 100: its first data byte, its 7th, is over.
+    assert fed[:10] == [[]] * 10
+    assert fed[10] == [SseTooLarge(size=10 * len(line[:-1]) + 7)]
+    assert fed[11:] == [[]] * 9
+
+
+def test_a_reported_event_counts_as_dispatched() -> None:
+    decoder = SseDecoder(CAP)
+    assert decoder.feed(b"id: 1\ndata: a\n\nid: 2\ndata: ") == [ev("a", "1")]
+    assert decoder.last_event_id == "1"
+    assert decoder.feed(b"x" * 11) == [SseTooLarge(size=len(b"id: 2") + 17)]
+    assert decoder.last_event_id == "2"  # a stream resumed from here skips the oversized event
+    assert decoder.close() == []
+    assert decoder.last_event_id == "2"
 
 
 def test_oversized_event_memory_stays_bounded() -> None:
@@ -130,7 +181,7 @@ def test_oversized_event_memory_stays_bounded() -> None:
         held.append(decoder.buffered_bytes)
     frames += decoder.feed(b"\ndata: ok\n\n")
     assert max(held) <= 2 * 100 + len(b"data: ")
-    assert frames == [SseTooLarge(size=100_000 + 1000 * 106), ev("ok")]
+    assert frames == [SseTooLarge(size=100 + len(b"data: ") + 1), ev("ok")]
 
 
 def test_many_small_pieces_of_one_event() -> None:
