@@ -9,6 +9,8 @@ adds:
   ``insufficient_scope``, to a request of the session does not reach the transport: the
   request is *held*, and so is every request the session sends meanwhile; the layer obtains a
   token and sends each held request again, once (a second 401 for the same request fails it);
+  a held request whose caller was answered meanwhile (a timeout, a cancel, a session the
+  server forgot) is never sent;
 - obtaining a token, in the MCP authorization spec's order (2025-11-25 and 2026-07-28
   ``basic/authorization``): refresh first when there is a refresh token; else discover the
   protected resource metadata (RFC 9728: the challenge's ``resource_metadata``, then the
@@ -16,18 +18,38 @@ adds:
   (pre-registered, Client ID Metadata Document, or RFC 7591 registration), then either the
   authorization code flow (PKCE S256, ``state``, RFC 8707 ``resource``, RFC 9207 ``iss``) with
   the driver's browser step, or ``client_credentials``; step-up after 403 with the union of
-  scopes; at most ``MAX_AUTHORIZATIONS`` authorization requests in a row before the server
-  answers anything but a refusal (past that, the request that wants more scope fails with
-  ``AuthorizationFailed``; the token in hand serves the rest);
+  scopes, at most ``MAX_AUTHORIZATIONS`` authorizations for any one request (past that, that
+  request fails with ``AuthorizationFailed``; the token in hand serves the rest);
 - the driver's part is I/O only: it performs the metadata, registration and token requests
   as ``StartHttp`` (their answers come back as HTTP events on streams this layer owns), binds
   the redirect listener and supplies random bytes (``PrepareAuthorization`` ->
   ``AuthorizationPrepared``), opens the browser (``Authorize`` -> ``AuthorizationRedirected``
   or ``AuthorizationAbandoned``), signs client assertions (``SignAssertion`` ->
-  ``AssertionSigned``) and keeps tokens (``SaveAuthorization``);
-- a permanent refusal answers every held request: caller work with ``AuthorizationFailed``
-  (or ``AuthorizationRequired`` when only the user can help), a handshake by failing the
-  connection for good.
+  ``AssertionSigned``) and keeps tokens (``SaveAuthorization``).
+
+The session's guarantees hold here too:
+
+- every request of this layer has a deadline: ``OAuthSettings.request_timeout``, never past
+  the connect deadline of a handshake waiting for it (that deadline keeps running through
+  discovery, registration and the token requests; it is suspended only while the user is at
+  the browser, and starts again when the browser step ends). An answer is read up to
+  ``AUTH_MAX_BYTES``. Past either, the request is aborted (``AbortHttp``);
+- failures are of two kinds. A definite answer refuses for good (``AuthorizationFailed``, or
+  ``AuthorizationRequired`` when only the user can help): a refused client or grant, a
+  metadata document for another resource or issuer, a refused step-up, a browser step that
+  ended without a usable redirect. The layer is then ``REFUSED``: every held and later
+  request fails with that error, a handshake fails its connection permanently. Anything else
+  may pass (``AuthorizationUnavailable``): no answer in time, a connection error, an answer
+  over the cap, HTTP 429 or 5xx, a redirect, an answer that cannot be read. Then every held
+  request is answered now (a handshake fails its connect attempt, which the session retries
+  with backoff, honouring a ``Retry-After``; caller work gets the error) and the layer goes
+  back to where it started: the next request that needs a token tries again. A metadata URL
+  that fails this way is skipped for the next one (RFC 9728: the challenge's URL falls back
+  to the well-known ones);
+- no bearer token goes over plain http to a server that is not on this machine (RFC 6750
+  §5.3) unless ``allow_insecure_http``; no metadata, issuer or endpoint of a remote server
+  leads to this machine (``_oauth_metadata.may_fetch``);
+- ``Close`` aborts the layer's requests in flight.
 
 Its phases and what moves them are ``AUTH_TABLE`` in ``_phases.py``.
 """
@@ -37,9 +59,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from . import _oauth as oauth
 from ._actions import (
+    AbortHttp,
     Action,
     Authorize,
     PrepareAuthorization,
@@ -47,33 +71,53 @@ from ._actions import (
     SignAssertion,
     StartHttp,
 )
-from ._connection import DISCOVER, INITIALIZE, Connection, Session, Work
-from ._errors import AuthorizationFailed, AuthorizationRequired, ConnectFailed, McpError
+from ._connection import DISCOVER, INITIALIZE, Connection, Session
+from ._errors import (
+    AuthorizationFailed,
+    AuthorizationRequired,
+    AuthorizationUnavailable,
+    ConnectFailed,
+    McpError,
+)
 from ._events import (
     AssertionSigned,
     AuthorizationAbandoned,
     AuthorizationPrepared,
     AuthorizationRedirected,
     HttpBodyReceived,
+    HttpFailed,
     HttpResponseEnded,
     HttpResponseStarted,
 )
-from ._http import find_header
+from ._http import find_header, parse_retry_after
 from ._http_transport import HttpEvent, HttpTransport
-from ._oauth_settings import OAuthSettings, token_store_key
-from ._phases import AuthPhase, AuthStep, auth_step
-from ._spec import Spec
+from ._oauth_metadata import UnreadableAnswer, may_fetch, origin_of
+from ._oauth_settings import AUTH_MAX_BYTES, OAuthSettings, token_store_key
+from ._phases import AuthPhase, AuthStep, Phase, auth_step
+from ._spec import Spec, redact_url
 from ._tokens import StoredAuthorization
 
 __all__ = ["MAX_AUTHORIZATIONS", "AuthEvent", "Authorization", "OAuthSettings"]
 
 # 2026-07-28 basic/authorization "Step-Up Authorization Flow": clients "SHOULD implement retry
-# limits". Counted as the conformance suite's auth/scope-retry-limit counts them: authorization
-# requests (the first one included) until the server answers a request with anything but a
-# refusal; a fourth in a row is not made.
+# limits". Counted per request, as the conformance suite's auth/scope-retry-limit counts them
+# for the one request it refuses forever: the authorizations the request waited for (the
+# first one included); a request refused for scope after that many fails, and no fourth
+# authorization is made for it.
 MAX_AUTHORIZATIONS = 3
 # A token this close to its expiry is refreshed before use rather than sent.
 _EXPIRY_MARGIN = 30.0
+# What each request of the layer is called in an error (``AuthorizationUnavailable.step``).
+_STEPS = {
+    AuthPhase.DISCOVERING_RESOURCE: "protected resource metadata",
+    AuthPhase.DISCOVERING_SERVER: "authorization server metadata",
+    AuthPhase.REGISTERING: "registration",
+    AuthPhase.EXCHANGING: "token",
+    AuthPhase.REFRESHING: "refresh",
+}
+_DISCOVERING = (AuthPhase.DISCOVERING_RESOURCE, AuthPhase.DISCOVERING_SERVER)
+_CAP = f"the {AUTH_MAX_BYTES // 1024} KiB an answer may have"
+_GONE = (Phase.IDLE, Phase.STOPPING)
 
 AuthEvent = (
     AuthorizationPrepared | AuthorizationRedirected | AuthorizationAbandoned | AssertionSigned
@@ -87,8 +131,17 @@ class _Held:
     connection: Connection
     message: Mapping[str, Any]
     request_id: int | None
+    epoch: int  # the connection's session when it was held (a notification belongs to it)
     confirming: bool = False  # the initialized POST the handshake waits for
     refused: int = 0  # how often the server refused it for want of a token (401)
+    authorizations: int = 0  # authorizations it waited for (the step-up limit)
+
+    @property
+    def handshake(self) -> bool:
+        """Whether the connection's handshake waits for it (not caller work)."""
+        request_id = self.request_id
+        owner = self.connection.requests.get(request_id) if request_id is not None else None
+        return self.confirming or owner in (DISCOVER, INITIALIZE)
 
 
 @dataclass(slots=True, eq=False)
@@ -96,7 +149,11 @@ class _Fetch:
     """A request of this layer's own (made in ``phase``) and what its answer has shown."""
 
     phase: AuthPhase
+    url: str
+    timeout: float  # seconds it was given
+    deadline: float
     status: int = 0
+    headers: tuple[tuple[str, str], ...] = ()
     body: bytearray = field(default_factory=bytearray)
 
     @property
@@ -126,11 +183,20 @@ class Authorization:
         self._out = out
         self._settings = settings
         self._resource = oauth.canonical_resource(spec.url)
+        parts = urlsplit(spec.url)
+        # RFC 6750 §5.3: "Clients MUST always use TLS ... when making requests with bearer
+        # tokens"; a server on this machine is the exception OAuth 2.1 §1.5 makes.
+        self._insecure = (
+            parts.scheme.lower() == "http"
+            and not oauth.is_loopback(parts.hostname or "")
+            and not settings.allow_insecure_http
+        )
         self.phase = AuthPhase.UNAUTHORIZED
         self._held: list[_Held] = []
-        self._refused: dict[int, int] = {}  # stream of a request sent again -> its 401s so far
+        self._resent: dict[int, _Held] = {}  # stream of a request sent again -> its record
         self._fetches: dict[int, _Fetch] = {}
         self._candidates: list[str] = []  # metadata URLs still to try, in order
+        self._transient: AuthorizationUnavailable | None = None  # of a metadata URL skipped
         self._challenge: oauth.AuthChallenge | None = None
         self._resource_metadata: oauth.ProtectedResourceMetadata | None = None
         self._server: oauth.AuthorizationServerMetadata | None = None
@@ -138,7 +204,6 @@ class Authorization:
         self._prepared: AuthorizationPrepared | None = None  # while registering for it
         self._pending: oauth.PendingAuthorization | None = None
         self._scope: str | None = None  # asked for last (step-up asks for the union)
-        self._authorizations = 0  # in a row, without an answer that is not a refusal
         self._failure: McpError | None = None
         self._issuer: str | None = None
         # The token; expires_at on the machine's clock.
@@ -154,8 +219,9 @@ class Authorization:
             self._refresh_token = stored.refresh_token
             self._expires_at = stored.expires_at
             self._granted_scope = stored.scope
-            if stored.access_token is not None:
+            if stored.access_token is not None and not self._insecure:
                 self._token(stored.access_token)
+                self._move(AuthStep.TOKEN)
 
     # --- the transport's calls: most go straight through --------------------------------------
 
@@ -183,7 +249,7 @@ class Authorization:
         ):
             self._inner.send(connection, message, request_id)
             return
-        held = _Held(connection, message, request_id)
+        held = _Held(connection, message, request_id, connection.epoch)
         if phase is AuthPhase.REFUSED:
             self._held.append(held)
             self._refuse_held()
@@ -217,10 +283,30 @@ class Authorization:
         self._held = [h for h in self._held if h.connection is not connection]
         return self._inner.close(connection)
 
+    def stop(self) -> None:
+        """``Close``: end the flow under way (its requests are aborted, the browser step is
+        no longer waited for) and forget a refusal: a later ``Connect`` starts again from
+        the token in hand, as the session forgets its permanent failure."""
+        self._held.clear()
+        self._end_flow()
+        self._move(AuthStep.STOP)
+        if self._access_token is not None:
+            self._move(AuthStep.TOKEN)
+
     def next_deadline(self, best: float | None) -> float | None:
+        for fetch in self._fetches.values():
+            if best is None or fetch.deadline < best:
+                best = fetch.deadline
         return self._inner.next_deadline(best)
 
     def expire(self, connection: Connection, now: float) -> None:
+        """A request of this layer that passed its deadline is aborted and fails; then the
+        transport's own deadlines. Runs before the session checks the connect deadline, so a
+        handshake that waited for a token fails naming the request that did not answer."""
+        # One request is in flight at a time: the next step starts when its answer is read.
+        late = next((f for f in self._fetches.values() if f.deadline <= now), None)
+        if late is not None:
+            self._fetch_failed(late, f"got no complete answer within {late.timeout:g} s")
         self._inner.expire(connection, now)
 
     def resume_due(self, connection: Connection, now: float) -> None:
@@ -238,22 +324,26 @@ class Authorization:
                 self._on_fetch_event(event, fetch)
                 return
         if type(event) is HttpResponseStarted:
-            if event.status != 401 and event.status != 403:
-                self._authorizations = 0  # the server took a request: the episode is over
-                if self._refused:
-                    self._refused.pop(event.stream, None)  # a request sent again was taken
-            else:
-                challenge = oauth.bearer_challenge(find_header(event.headers, "www-authenticate"))
-                scope_wanted = challenge is not None and challenge.error == "insufficient_scope"
-                if event.status == 401 or scope_wanted:
-                    taken = self._inner.take(event.stream)
-                    if taken is not None:
-                        held = _Held(*taken)
-                        held.refused = self._refused.pop(event.stream, 0)
-                        self._challenge = challenge
-                        self._on_challenge(held, event.status)
-                        return
+            before = self._resent.pop(event.stream, None) if self._resent else None
+            if (event.status == 401 or event.status == 403) and self._refused(event, before):
+                return
         self._inner.handle(event)
+
+    def _refused(self, event: HttpResponseStarted, before: _Held | None) -> bool:
+        """A 401, or a 403 that asks for more scope, to a POST of the session: take it from
+        the transport and hold it (``before``: its record, when it was held before)."""
+        challenge = oauth.bearer_challenge(find_header(event.headers, "www-authenticate"))
+        scope_wanted = challenge is not None and challenge.error == "insufficient_scope"
+        taken = self._inner.take(event.stream) if event.status == 401 or scope_wanted else None
+        if taken is None:
+            return False
+        connection, message, request_id, confirming = taken
+        held = _Held(connection, message, request_id, connection.epoch, confirming)
+        if before is not None:
+            held.refused, held.authorizations = before.refused, before.authorizations
+        self._challenge = challenge
+        self._on_challenge(held, event.status)
+        return True
 
     def handle_auth(self, event: AuthEvent) -> None:
         """The driver's answer to ``PrepareAuthorization``, ``Authorize`` or ``SignAssertion``;
@@ -265,7 +355,10 @@ class Authorization:
             if self.phase is AuthPhase.AUTHORIZING:
                 self._guard(self._redeem, event.params)
         elif isinstance(event, AuthorizationAbandoned):
-            if self.phase in (AuthPhase.PREPARING, AuthPhase.AUTHORIZING, AuthPhase.SIGNING):
+            if self.phase is AuthPhase.SIGNING:
+                reason = f"the client assertion could not be signed: {event.reason}"
+                self._refuse(AuthorizationFailed(None, reason))
+            elif self.phase in (AuthPhase.PREPARING, AuthPhase.AUTHORIZING):
                 reason = f"the authorization step did not finish: {event.reason}"
                 self._refuse(AuthorizationRequired(self._spec.name, reason))
         elif self.phase is AuthPhase.SIGNING:
@@ -276,10 +369,20 @@ class Authorization:
     def _on_challenge(self, held: _Held, status: int) -> None:
         """The server refused ``held`` for want of a (better) token: hold it, get one."""
         self._held.append(held)
-        connection = held.connection
-        connection.connect_deadline = connection.probe_deadline = None  # see _send_held
+        held.connection.probe_deadline = None  # the probe waits for the token, not for legacy
         if self.phase is AuthPhase.REFUSED:
             self._refuse_held()
+            return
+        if self._insecure:
+            self._refuse(
+                AuthorizationFailed(
+                    None,
+                    f"the server {redact_url(self._url)!r} asks for a token over plain http "
+                    "and is not on this machine: a bearer token would travel unencrypted "
+                    "(RFC 6750 §5.3). Use its https:// URL, or set oauth allow_insecure_http "
+                    "to true if the network is trusted",
+                )
+            )
             return
         if self.phase not in (AuthPhase.UNAUTHORIZED, AuthPhase.AUTHORIZED):
             return  # a token is on its way: the request waits for it
@@ -295,13 +398,13 @@ class Authorization:
             return
         # 2026-07-28 basic/authorization "Step-Up Authorization Flow": a new authorization
         # for the union of what was asked and what the challenge names.
-        if self._authorizations >= MAX_AUTHORIZATIONS:
+        if held.authorizations >= MAX_AUTHORIZATIONS:
             # This request wants a scope the server does not grant: it fails, and nothing
             # else. The token in hand stays good for what it was granted (no REFUSE phase).
             refusal = AuthorizationFailed(
                 "insufficient_scope",
-                f"the server still wants more scope after {MAX_AUTHORIZATIONS} "
-                "authorizations in a row",
+                f"the server still wants more scope for this request after "
+                f"{MAX_AUTHORIZATIONS} authorizations",
             )
             self._held.remove(held)
             self._fail_held(held, refusal)
@@ -315,10 +418,17 @@ class Authorization:
         well-known ones, in order."""
         hint = self._challenge.resource_metadata if self._challenge is not None else None
         self._candidates = list(oauth.protected_resource_metadata_urls(self._url, hint))
+        self._transient = None
         self._move(AuthStep.DISCOVER)
         self._fetch_next()
 
     def _fetch_next(self) -> None:
+        """The next metadata URL; when none is left, the first failure that may pass (so the
+        attempt is retried), else a refusal: no URL has the document."""
+        out_of_time = self._connect_bound() <= self._session.now  # the handshake's is over
+        if self._transient is not None and (not self._candidates or out_of_time):
+            self._falter(self._transient)
+            return
         if not self._candidates:
             what = (
                 "protected resource"
@@ -335,12 +445,20 @@ class Authorization:
         metadata = oauth.parse_protected_resource_metadata(body, server_url=self._url)
         self._resource_metadata = metadata
         issuer = metadata.authorization_servers[0]
+        if not may_fetch(issuer, self._url):
+            raise AuthorizationFailed(
+                None,
+                f"the protected resource metadata names issuer {redact_url(issuer)!r}, which "
+                "this client does not use for this server: an issuer is https, and on this "
+                "machine only for a server on this machine",
+            )
         if self._issuer is not None and issuer != self._issuer:
             # Credentials are bound to the issuer: a new one means registering again.
             self._client = None
             self._refresh_token = None
         self._issuer = issuer
         self._candidates = list(oauth.authorization_server_metadata_urls(issuer))
+        self._transient = None
         self._move(AuthStep.DISCOVER_SERVER)
         self._fetch_next()
 
@@ -406,7 +524,9 @@ class Authorization:
     def _grant(self) -> None:
         if self._settings.grant == "authorization_code":
             self._prepare()
-        elif self._settings.private_key:
+            return
+        self._count_authorization()
+        if self._settings.private_key:
             assert self._client is not None and self._server is not None
             self._move(AuthStep.SIGN)
             self._out.append(
@@ -458,8 +578,12 @@ class Authorization:
             verifier_entropy=event.entropy[:32],
             state_entropy=event.entropy[32:],
         )
-        self._authorizations += 1
+        self._count_authorization()
         self._move(AuthStep.AUTHORIZE)
+        # The user may take minutes at the browser: a handshake waiting for this token stops
+        # its connect deadline until the browser step ends (``_redeem`` starts it again).
+        for entry in self._held:
+            entry.connection.connect_deadline = None
         self._out.append(Authorize(url=self._pending.url, state=self._pending.state))
 
     def _redeem(self, params: Mapping[str, str]) -> None:
@@ -467,6 +591,7 @@ class Authorization:
         pending, server = self._pending, self._server
         assert pending is not None and server is not None
         self._pending = None
+        self._rearm_connect_deadlines()
         code = oauth.check_authorization_response(pending, params)
         request = oauth.authorization_code_token_request(
             server.token_endpoint, auth=self._client_auth(None), code=code, pending=pending
@@ -525,10 +650,16 @@ class Authorization:
         refreshing = self.phase is AuthPhase.REFRESHING
         try:
             answer = oauth.parse_token_response(status, body, requested_scope=self._scope)
+        except UnreadableAnswer:
+            raise
         except AuthorizationFailed:
             if not refreshing:
                 raise
-            self._refresh_token = None  # no good any more: authorize from the start
+            # The refresh token is no good any more (RFC 6749 §5.2 invalid_grant, or the client
+            # was refused): forget both tokens, in the store too, and authorize from the start.
+            self._refresh_token = self._access_token = self._expires_at = None
+            self._inner.authorization = None
+            self._save()
             self._identify(False)
             return
         if answer.refresh_token is not None:
@@ -544,24 +675,47 @@ class Authorization:
     def _token(self, access_token: str) -> None:
         self._access_token = access_token
         self._inner.authorization = f"Bearer {access_token}"
-        self.phase = AuthPhase.AUTHORIZED if self.phase is AuthPhase.UNAUTHORIZED else self.phase
+
+    def _count_authorization(self) -> None:
+        """An authorization is made: every request waiting for it counts one more."""
+        for entry in self._held:
+            entry.authorizations += 1
+
+    def _rearm_connect_deadlines(self) -> None:
+        for entry in self._held:
+            self._rearm(entry.connection)
+
+    def _rearm(self, connection: Connection) -> None:
+        """A handshake waiting for a token has ``init_timeout`` again from now on: its
+        deadline was suspended while the user was at the browser."""
+        if connection.handshake is None and connection.connect_deadline is None:
+            connection.connect_deadline = self._session.now + self._spec.init_timeout
 
     # --- held requests ----------------------------------------------------------------------
 
+    def _wanted(self, entry: _Held) -> bool:
+        """Whether a held request is still to be sent: its caller was not answered meanwhile
+        (a timeout, a cancel, a session the server forgot: each takes the request out of
+        ``connection.requests``), and a notification's session is still the one it was for."""
+        connection = entry.connection
+        if entry.request_id is not None:
+            return entry.request_id in connection.requests
+        return entry.epoch == connection.epoch and connection.phase not in _GONE
+
     def _send_held(self) -> None:
         held, self._held = self._held, []
+        self._resent = {s: e for s, e in self._resent.items() if self._wanted(e)}
         for entry in held:
+            if not self._wanted(entry):
+                continue
             connection = entry.connection
-            if connection.handshake is None and connection.connect_deadline is None:
-                # The handshake's deadline starts again now that it can go out (it was
-                # suspended: the user may have spent minutes at the browser).
-                connection.connect_deadline = self._session.now + self._spec.init_timeout
+            self._rearm(connection)
             if entry.confirming:
                 self._inner.acknowledge(connection, entry.message)
             else:
                 self._inner.send(connection, entry.message, entry.request_id)
-            if entry.refused:
-                self._refused[self._inner.last_stream] = entry.refused
+            if entry.refused or entry.authorizations:
+                self._resent[self._inner.last_stream] = entry
 
     def _drop_held(self, connection: Connection, request_id: int) -> bool:
         for entry in self._held:
@@ -574,8 +728,8 @@ class Authorization:
         """No token can be had: answer every held request, and every later one, with
         ``error``."""
         self._failure = error
+        self._end_flow()
         self._move(AuthStep.REFUSE)
-        self._fetches.clear()
         self._refuse_held()
 
     def _refuse_held(self) -> None:
@@ -585,25 +739,52 @@ class Authorization:
         for entry in held:
             self._fail_held(entry, error)
 
-    def _fail_held(self, entry: _Held, error: McpError) -> None:
+    def _falter(self, error: AuthorizationUnavailable) -> None:
+        """A request of the flow failed in a way that may pass: answer every held request
+        now (a handshake fails its connect attempt, retried with backoff; caller work gets
+        ``error``) and go back to where the flow started, so the next request that needs a
+        token tries again."""
+        self._end_flow()
+        self._move(AuthStep.FALTER)
+        if self._access_token is not None:
+            self._move(AuthStep.TOKEN)
+        held, self._held = self._held, []
+        for entry in held:
+            self._fail_held(entry, error, permanent=False)
+
+    def _fail_held(self, entry: _Held, error: McpError, *, permanent: bool = True) -> None:
         """Answer one held request with ``error``: caller work loses it, the handshake fails
-        the connection for good."""
-        requests = entry.connection.requests
-        owner = requests.pop(entry.request_id, None) if entry.request_id is not None else None
-        if isinstance(owner, Work) or owner not in (None, DISCOVER, INITIALIZE):
-            assert owner is not None
-            self._session.lose(entry.connection, owner, error, entry.request_id)
-        elif owner is not None or entry.confirming:  # the handshake: no use retrying
-            failed = ConnectFailed(error.message, permanent=True, cause=error)
-            self._session.fail(entry.connection, failed, permanent=True)
+        the connection (for good when ``permanent``). A request already answered, or on a
+        connection that failed meanwhile, is left alone."""
+        connection = entry.connection
+        if not self._wanted(entry):
+            return
+        if entry.handshake:
+            if isinstance(error, AuthorizationUnavailable):
+                connection.retry_after = error.retry_after
+                reason = f"authorization is unavailable: the {error.step} request to "
+                reason += f"{error.origin} {error.detail}"
+            else:
+                reason = error.message
+            failed = ConnectFailed(reason, permanent=permanent, cause=error)
+            self._session.fail(connection, failed, permanent=permanent)
+            return
+        if entry.request_id is not None:  # a notification (a cancel, an answer) is dropped
+            owner = connection.requests.pop(entry.request_id)
+            self._session.lose(connection, owner, error, entry.request_id)
 
     # --- this layer's own requests ----------------------------------------------------------
 
     def _start(self, request: oauth.OAuthRequest) -> None:
         """One request of this layer's: the metadata documents are public; registration and
-        token requests and their answers hold credentials (``secret``)."""
+        token requests and their answers hold credentials (``secret``). Its deadline is the
+        layer's ``request_timeout``, and no later than a waiting handshake's connect
+        deadline."""
+        now = self._session.now
+        deadline = min(now + self._settings.request_timeout, self._connect_bound())
         stream = self._inner.new_stream()
-        fetch = self._fetches[stream] = _Fetch(self.phase)
+        fetch = _Fetch(self.phase, request.url, max(deadline - now, 0.0), deadline)
+        self._fetches[stream] = fetch
         self._out.append(
             StartHttp(
                 stream=stream,
@@ -615,6 +796,20 @@ class Authorization:
             )
         )
 
+    def _connect_bound(self) -> float:
+        """The earliest connect deadline of a handshake waiting for the flow (inf: none)."""
+        deadlines = [e.connection.connect_deadline for e in self._held]
+        return min((d for d in deadlines if d is not None), default=float("inf"))
+
+    def _end_flow(self) -> None:
+        """Abort this layer's requests in flight and forget the step under way."""
+        for stream in self._fetches:
+            self._out.append(AbortHttp(stream=stream))
+        self._fetches.clear()
+        self._candidates = []
+        self._transient = None
+        self._pending = self._prepared = None
+
     def is_secret(self, event: HttpEvent | AuthEvent) -> bool:
         """Whether ``event`` holds a credential a recording must not keep: an answer of the
         registration or token endpoint."""
@@ -622,20 +817,61 @@ class Authorization:
         return fetch is not None and fetch.secret
 
     def _on_fetch_event(self, event: HttpEvent, fetch: _Fetch) -> None:
-        if isinstance(event, HttpResponseStarted):
-            fetch.status = event.status
-        elif isinstance(event, HttpBodyReceived):
+        kind = type(event)
+        if kind is HttpResponseStarted:
+            assert isinstance(event, HttpResponseStarted)
+            fetch.status, fetch.headers = event.status, event.headers
+            # Refused before a byte of the body is read when its length says it is too large.
+            length = (find_header(event.headers, "content-length") or "").strip()
+            if _too_large(length):
+                self._fetch_failed(fetch, f"announced {_size(length)}, over {_CAP}")
+        elif kind is HttpBodyReceived:
+            assert isinstance(event, HttpBodyReceived)
             fetch.body += event.data
-            if len(fetch.body) > self._spec.max_message_bytes:
-                self._refuse(
-                    AuthorizationFailed(None, "an authorization server answer is too large")
-                )
-        elif isinstance(event, HttpResponseEnded):
+            if len(fetch.body) > AUTH_MAX_BYTES:
+                self._fetch_failed(fetch, f"sent more than {_CAP}")
+        elif kind is HttpResponseEnded:
             del self._fetches[event.stream]
-            self._guard(self._answered[fetch.phase], self, fetch.status, bytes(fetch.body))
+            self._answered_fetch(fetch)
         else:
-            reason = f"a request to the authorization server failed: {event.reason}"
-            self._refuse(AuthorizationFailed(None, reason))
+            assert isinstance(event, HttpFailed)
+            del self._fetches[event.stream]
+            self._fetch_failed(fetch, f"failed ({event.reason})")
+
+    def _answered_fetch(self, fetch: _Fetch) -> None:
+        """The answer to one of this layer's requests is complete: a failure that may pass
+        (HTTP 429, 5xx, a redirect, which the client does not follow: RFC 9728 §3, RFC 8414
+        §3 and RFC 6749 §3.2 name the URL to use), or the flow's next step."""
+        status = fetch.status
+        if status in (408, 429) or status >= 500 or 300 <= status < 400:
+            retry_after = parse_retry_after(find_header(fetch.headers, "retry-after"))
+            self._fetch_failed(fetch, f"answered HTTP {status}", retry_after)
+            return
+        try:
+            self._answered[fetch.phase](self, status, bytes(fetch.body))
+        except UnreadableAnswer as unreadable:
+            self._fetch_failed(fetch, f"came back unusable: {unreadable.detail}")
+        except AuthorizationFailed as refusal:
+            self._refuse(refusal)
+
+    def _fetch_failed(
+        self, fetch: _Fetch, detail: str, retry_after: float | None = None
+    ) -> None:
+        """One of this layer's requests failed in a way that may pass: aborted if still
+        followed; a metadata URL gives way to the next one, anything else falters."""
+        followed = next((s for s, f in self._fetches.items() if f is fetch), None)
+        if followed is not None:
+            del self._fetches[followed]
+            self._out.append(AbortHttp(stream=followed))
+        error = AuthorizationUnavailable(
+            origin_of(fetch.url), _STEPS[fetch.phase], detail, retry_after
+        )
+        if fetch.phase in _DISCOVERING:
+            if self._transient is None:
+                self._transient = error
+            self._guard(self._fetch_next)
+        else:
+            self._falter(error)
 
     def _on_registered(self, status: int, body: bytes) -> None:
         self._client = oauth.parse_registration_response(status, body)
@@ -689,3 +925,15 @@ Authorization._answered = {
     AuthPhase.EXCHANGING: Authorization._on_token,
     AuthPhase.REFRESHING: Authorization._on_token,
 }
+
+
+def _too_large(length: str) -> bool:
+    """Whether a ``Content-Length`` value announces more than ``AUTH_MAX_BYTES``."""
+    if not (length.isascii() and length.isdigit()):
+        return False  # absent or malformed: the bytes themselves are counted
+    return len(length) > 15 or int(length) > AUTH_MAX_BYTES
+
+
+def _size(digits: str) -> str:
+    """A ``Content-Length`` for a message: "an answer of N bytes", or of more than 10^15."""
+    return f"an answer of {int(digits) if len(digits) <= 15 else 'more than 10^15'} bytes"

@@ -82,6 +82,9 @@ class Connection:
     failure: McpError | None = None
     failure_permanent: bool = False
     retry_after: float | None = None  # a server's Retry-After, honoured by the next retry
+    # Which session of this connection this is: one more for each connect and each new
+    # session (HTTP 404): a message held for an earlier session is not sent on this one.
+    epoch: int = 0
 
     @property
     def modern(self) -> bool:

@@ -490,6 +490,8 @@ class SessionMachine:
         stopped = NotReady("closed", "the client was stopped before this request finished")
         self._calls.fail_all(stopped)
         self._answer_waiters(stopped)
+        if self._auth is not None:
+            self._auth.stop()
         for connection in self._connections:
             connection.retry_at = connection.probe_deadline = connection.connect_deadline = None
             connection.requests.clear()  # a late handshake answer must not start a new step
@@ -710,6 +712,7 @@ class SessionMachine:
         # A new session (HTTP+SSE endpoint, or one replacing a session the server forgot)
         # owes no answer to what an earlier session asked: the stdio restart does the same.
         self._asks.forget(connection)
+        connection.epoch += 1
         self._opening.send_initialize(connection)
 
     def confirmed(self, connection: Connection) -> None:
@@ -730,6 +733,7 @@ class SessionMachine:
 
     def _connect(self, connection: Connection) -> None:
         self._asks.forget(connection)
+        connection.epoch += 1
         connection.retry_at = None
         connection.failure, connection.failure_permanent = None, False
         connection.requests.clear()

@@ -18,7 +18,12 @@ from urllib.parse import urlsplit
 
 from ._errors import AuthorizationFailed
 from ._json import dumps_line, loads
-from ._oauth_metadata import AuthorizationServerMetadata, OAuthRequest, require_secure
+from ._oauth_metadata import (
+    AuthorizationServerMetadata,
+    OAuthRequest,
+    UnreadableAnswer,
+    require_secure,
+)
 from ._spec import REDACTED, redact_url
 
 __all__ = [
@@ -57,6 +62,9 @@ _REGISTRATION_METHODS: tuple[AuthMethod, ...] = (
 # RFC 6749 §5.2 / Appendix A.7: error = 1*NQSCHAR (no '"' and no '\').
 _ERROR_CODE = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]{1,64}")
 _EXCERPT = 200
+# OAuth error codes that say the server cannot answer now, not that it refuses (RFC 6749
+# §4.1.2.1): an answer with one of them is a failure that may pass.
+_TRY_LATER = frozenset({"temporarily_unavailable", "server_error"})
 
 
 # --- client identity ------------------------------------------------------------------------
@@ -360,17 +368,33 @@ def client_assertion_claims(
 
 
 def _answer(status: int, body: bytes, who: str) -> Mapping[str, Any]:
-    """The JSON object a 2xx answer carries, or the refusal an error answer means."""
+    """The JSON object a 2xx answer carries, or what an error answer means.
+
+    A definite refusal (``AuthorizationFailed``) is an OAuth error (RFC 6749 §5.2, RFC 7591
+    §3.2.2): a JSON object with an ``error`` code, on a 2xx or a 4xx other than 408 and 429,
+    whose code is not one that says to try later (``temporarily_unavailable``,
+    ``server_error``, RFC 6749 §4.1.2.1). Anything else that is not a usable answer (a body
+    that is not a JSON object, an error status without an OAuth error, those codes) is
+    ``UnreadableAnswer``: nothing was refused for good, and the layer tries again later."""
     try:
         document = loads(body)
     except (ValueError, RecursionError):
         document = None
     if not isinstance(document, dict):
         if 200 <= status < 300:
-            raise AuthorizationFailed(None, f"{who} answered with something that is not JSON")
-        raise AuthorizationFailed(None, f"{who} answered HTTP {status}")
+            raise UnreadableAnswer(f"{who} answered with something that is not JSON")
+        raise UnreadableAnswer(f"{who} answered HTTP {status}")
     if "error" in document or not 200 <= status < 300:
-        raise _refusal(document, f"{who} refused (HTTP {status})")
+        refusal = _refusal(document, f"{who} refused (HTTP {status})")
+        if (
+            status in (408, 429)
+            or status >= 500
+            or refusal.error_code is None
+            or refusal.error_code in _TRY_LATER
+        ):
+            code = f" with OAuth error {refusal.error_code!r}" if refusal.error_code else ""
+            raise UnreadableAnswer(f"{refusal.detail}{code}") from None
+        raise refusal
     return document
 
 

@@ -37,11 +37,14 @@ __all__ = [
     "AuthorizationServerMetadata",
     "OAuthRequest",
     "ProtectedResourceMetadata",
+    "UnreadableAnswer",
     "authorization_server_metadata_urls",
     "bearer_challenge",
     "canonical_resource",
     "is_loopback",
+    "may_fetch",
     "metadata_request",
+    "origin_of",
     "parse_authorization_server_metadata",
     "parse_protected_resource_metadata",
     "parse_www_authenticate",
@@ -54,6 +57,16 @@ _PRM_SUFFIX = "/.well-known/oauth-protected-resource"
 _OAUTH_SUFFIX = "/.well-known/oauth-authorization-server"
 _OIDC_SUFFIX = "/.well-known/openid-configuration"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class UnreadableAnswer(AuthorizationFailed):
+    """An answer that could not be read (not JSON, not an object, an error status without an
+    OAuth error): no definite refusal, so the authorization layer treats it as a failure that
+    may pass (``AuthorizationUnavailable``) rather than a refusal for good. A subclass of
+    ``AuthorizationFailed`` so that a caller of the parsers who does not care sees one error."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(None, detail)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,6 +155,31 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of an http(s) ``url`` (no userinfo, path or query): how an
+    error names where a request went. ``AuthorizationFailed`` for a URL that is not http(s)."""
+    return _origin(_split_http(url, "the URL"))
+
+
+def may_fetch(url: str, server_url: str) -> bool:
+    """Whether the client may send a request to ``url`` on behalf of the MCP server at
+    ``server_url``: over https, or plain http when both are on loopback; and a loopback host
+    (``is_loopback``) only for a loopback server. A ``resource_metadata`` hint, an issuer or an
+    endpoint named by a remote server cannot make the client reach this machine's own services
+    (a blind request forgery toward ``localhost`` or ``127.0.0.1``), nor fetch a document over
+    plain http that a network attacker could rewrite (MCP 2025-11-25 ``basic/authorization``
+    "Communication Security"; OAuth 2.1 §1.5)."""
+    try:
+        target = _split_http(url, "the URL")
+        server = _split_http(server_url, "the server URL")
+    except AuthorizationFailed:
+        return False
+    server_local = is_loopback(server.hostname or "")
+    if is_loopback(target.hostname or ""):
+        return server_local
+    return target.scheme.lower() == "https"
 
 
 def require_secure(url: str, what: str = "the authorization server endpoint") -> str:
@@ -343,16 +381,18 @@ def protected_resource_metadata_urls(
     section): the ``resource_metadata`` URL of the 401's challenge when present, else the
     well-known URL "at the path of the server's MCP endpoint", then "at the root". The
     well-known URLs stay after the header's URL as a fallback, as the official Python SDK
-    orders them (``build_protected_resource_metadata_discovery_urls``). RFC 9728 §3.1 builds
+    orders them (``build_protected_resource_metadata_discovery_urls``): a hint that fails (no
+    answer, an error, a document that cannot be read) falls back to them. RFC 9728 §3.1 builds
     the path form: ``/.well-known/oauth-protected-resource`` goes between the host and the
     path and query (a lone ``/`` path is dropped). A relative header URL is resolved against
-    the server URL; one that is not http(s) is skipped. No URL appears twice."""
+    the server URL; one the client may not fetch (``may_fetch``: not https, or on loopback for
+    a server that is not) is skipped. No URL appears twice."""
     parts = _split_http(server_url, "the server URL")
     origin = _origin(parts)
     urls: list[str] = []
     if resource_metadata:
         hinted = urljoin(server_url, resource_metadata).partition("#")[0]
-        if urlsplit(hinted).scheme.lower() in _DEFAULT_PORTS:
+        if may_fetch(hinted, server_url):
             urls.append(hinted)
     path = "" if parts.path == "/" else parts.path
     query = f"?{parts.query}" if parts.query else ""
@@ -495,7 +535,8 @@ def parse_authorization_server_metadata(body: bytes, *, issuer: str) -> Authoriz
             f"{what} fetched for issuer {redact_url(issuer)!r} names {shown!r}; it is not used "
             "(RFC 8414 §3.3: the issuer must be identical)",
         )
-    token_endpoint = _endpoint(document, "token_endpoint")
+    local = is_loopback(urlsplit(issuer).hostname or "")
+    token_endpoint = _endpoint(document, "token_endpoint", local)
     if token_endpoint is None:
         raise AuthorizationFailed(None, f"{what} has no token_endpoint (RFC 8414 §2)")
     methods = _strings(document, "code_challenge_methods_supported", what)
@@ -508,8 +549,8 @@ def parse_authorization_server_metadata(body: bytes, *, issuer: str) -> Authoriz
     return AuthorizationServerMetadata(
         issuer=issuer,
         token_endpoint=token_endpoint,
-        authorization_endpoint=_endpoint(document, "authorization_endpoint"),
-        registration_endpoint=_endpoint(document, "registration_endpoint"),
+        authorization_endpoint=_endpoint(document, "authorization_endpoint", local),
+        registration_endpoint=_endpoint(document, "registration_endpoint", local),
         scopes_supported=_strings(document, "scopes_supported", what),
         response_types_supported=_strings(document, "response_types_supported", what),
         grant_types_supported=_strings(document, "grant_types_supported", what),
@@ -530,13 +571,13 @@ def parse_authorization_server_metadata(body: bytes, *, issuer: str) -> Authoriz
 
 
 def _json_object(body: bytes, what: str) -> Mapping[str, Any]:
-    """``body`` parsed as a JSON object, or ``AuthorizationFailed`` saying it is not one."""
+    """``body`` parsed as a JSON object, or ``UnreadableAnswer`` saying it is not one."""
     try:
         document = loads(body)
     except (ValueError, RecursionError):
-        raise AuthorizationFailed(None, f"{what} is not JSON") from None
+        raise UnreadableAnswer(f"{what} is not JSON") from None
     if not isinstance(document, dict):
-        raise AuthorizationFailed(None, f"{what} is not a JSON object")
+        raise UnreadableAnswer(f"{what} is not a JSON object")
     return document
 
 
@@ -556,10 +597,19 @@ def _flag(document: Mapping[str, Any], key: str, what: str) -> bool:
     return value
 
 
-def _endpoint(document: Mapping[str, Any], key: str) -> str | None:
+def _endpoint(document: Mapping[str, Any], key: str, local: bool) -> str | None:
+    """An endpoint of the document: https (http on loopback), and on loopback only when the
+    issuer is (``local``): a remote issuer cannot send secrets to this machine's services."""
     value = document.get(key)
     if value is None:
         return None
     if not isinstance(value, str):
         raise AuthorizationFailed(None, f"the authorization server metadata: {key} is not a URL")
-    return require_secure(value, f"the authorization server's {key}")
+    require_secure(value, f"the authorization server's {key}")
+    if not local and is_loopback(urlsplit(value).hostname or ""):
+        raise AuthorizationFailed(
+            None,
+            f"the authorization server's {key} {redact_url(value)!r} is on this machine but "
+            "its issuer is not; it is not used",
+        )
+    return value

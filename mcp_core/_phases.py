@@ -276,7 +276,7 @@ class AuthPhase(enum.Enum):
 
     __hash__ = object.__hash__  # see _IDENTITY_HASH
 
-    UNAUTHORIZED = "unauthorized"  # no token: requests go out without one
+    UNAUTHORIZED = "unauthorized"  # no token (or a flow that failed for now): none sent
     AUTHORIZED = "authorized"  # requests carry the token
     DISCOVERING_RESOURCE = "discovering the protected resource"  # RFC 9728
     DISCOVERING_SERVER = "discovering the authorization server"  # RFC 8414 / OIDC
@@ -302,11 +302,21 @@ class AuthStep(enum.Enum):
     SIGN = "SignAssertion sent"
     EXCHANGE = "token request sent"
     REFRESH = "refresh token request sent"
-    TOKEN = "token received"
+    TOKEN = "token received (or one in hand: stored, or kept after a failure)"
+    FALTER = "failed for now (no answer in time, HTTP 429/5xx, unreadable): retried later"
     REFUSE = "refused"
+    STOP = "Close"
 
 
 _STARTS = (AuthPhase.UNAUTHORIZED, AuthPhase.AUTHORIZED)  # where a challenge starts a flow
+# Where a request of the layer's own is in flight.
+_FETCHING = (
+    AuthPhase.DISCOVERING_RESOURCE,
+    AuthPhase.DISCOVERING_SERVER,
+    AuthPhase.REGISTERING,
+    AuthPhase.EXCHANGING,
+    AuthPhase.REFRESHING,
+)
 # From where a client identity is in hand, the grant begins.
 _GRANTS = {
     AuthStep.PREPARE: AuthPhase.PREPARING,
@@ -333,12 +343,18 @@ AUTH_TABLE: Mapping[tuple[AuthPhase, AuthStep], AuthPhase] = {
     (AuthPhase.SIGNING, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,
     (AuthPhase.EXCHANGING, AuthStep.TOKEN): AuthPhase.AUTHORIZED,
     (AuthPhase.REFRESHING, AuthStep.TOKEN): AuthPhase.AUTHORIZED,
+    (AuthPhase.UNAUTHORIZED, AuthStep.TOKEN): AuthPhase.AUTHORIZED,  # stored, or kept
     # A refresh token that no longer works: authorize from the start.
     (AuthPhase.REFRESHING, AuthStep.PREPARE): AuthPhase.PREPARING,
     (AuthPhase.REFRESHING, AuthStep.SIGN): AuthPhase.SIGNING,
     (AuthPhase.REFRESHING, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,
     (AuthPhase.REFRESHING, AuthStep.REGISTER): AuthPhase.REGISTERING,
+    # A request of the flow failed in a way that may pass: back to the start, where the next
+    # request that needs a token starts again (with the token in hand, if any: then TOKEN).
+    **{(phase, AuthStep.FALTER): AuthPhase.UNAUTHORIZED for phase in _FETCHING},
     **{(phase, AuthStep.REFUSE): AuthPhase.REFUSED for phase in AuthPhase},
+    # Close ends any flow (its requests are aborted); a restart starts from the token in hand.
+    **{(phase, AuthStep.STOP): AuthPhase.UNAUTHORIZED for phase in AuthPhase},
 }
 
 
