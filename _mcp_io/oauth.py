@@ -15,16 +15,25 @@ threads or tasks:
   redirect's parameters). The driver decides where the blocking part runs: a thread in
   ``mcp_sync``, ``anyio.to_thread`` in ``mcp_asyncio``, which ``close()`` ends at stop.
 - ``sign_assertion``: ``SignAssertion``, a ``private_key_jwt`` assertion (RFC 7523) signed
-  with the spec's ``key_file`` (RS256 for an RSA key, ES256 for an EC P-256 key) by PyJWT,
-  the ``oauth`` extra: imported only when a key signs.
+  with the spec's ``key_file`` by PyJWT, the ``oauth`` extra: imported only when a key signs.
+  The algorithm is one the authorization server lists in its
+  ``token_endpoint_auth_signing_alg_values_supported`` (RFC 8414 §2) that the key can do
+  (an RSA key of 2048 bits or more: RS256, PS256, RS384, PS384, RS512, PS512, in that order
+  of preference; an EC key: ES256 on P-256, ES384 on P-384, ES512 on P-521, RFC 7518 §3.4);
+  with no list, RS256 or the curve's. The header's ``kid`` (RFC 7515 §4.1.4) is the spec's
+  ``key_id``, else the key's RFC 7638 JWK thumbprint.
 
 Every event built here is secret-free in what the driver logs: an abandoned step's reason
-names an exception class or a fixed sentence, never a URL, a parameter or a token.
+names an exception class, a file, the server's published algorithm list or a fixed sentence,
+never a URL, a parameter, a token, a key or an assertion.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import inspect
+import json
 import logging
 import os
 import secrets
@@ -57,6 +66,9 @@ from .http import os_message
 # The OAuth helpers and the redirect listener load when a login needs them, not with the
 # driver: most clients never log in.
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePublicKey
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
+
     from .redirect import RedirectListener
 
 __all__ = [
@@ -64,6 +76,7 @@ __all__ = [
     "BrowserStep",
     "MachineOAuth",
     "TokenKeeper",
+    "jwk_thumbprint",
     "redirect_params",
     "sign_assertion",
     "stored",
@@ -286,13 +299,83 @@ def redirect_params(answer: object) -> dict[str, str]:
 
 # --- private_key_jwt -------------------------------------------------------------------------
 
+# What an RSA key signs with, in order of preference: RS256 first (RFC 8414 §2: servers
+# "SHOULD support RS256"), then the same strength in PSS, then stronger hashes.
+_RSA_ALGORITHMS = ("RS256", "PS256", "RS384", "PS384", "RS512", "PS512")
+# RFC 7518 §3.3 and §3.5: "A key of size 2048 bits or larger MUST be used" with RS* and PS*.
+_RSA_MIN_BITS = 2048
+# An EC key's curve (cryptography's name): its JWK name (RFC 7518 §6.2.1.1) and its one
+# algorithm (RFC 7518 §3.4: each ES algorithm is bound to one curve).
+_EC_CURVES = {
+    "secp256r1": ("P-256", "ES256"),
+    "secp384r1": ("P-384", "ES384"),
+    "secp521r1": ("P-521", "ES512"),
+}
+# How much of the server's list a reason shows (its values are the server's text).
+_SHOWN_ALGORITHMS = 8
+
+
+def _base64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _octets(value: int, length: int | None = None) -> bytes:
+    """``value`` big-endian in ``length`` octets, or in as few as it needs (RFC 7518 §6.3.1.1:
+    an RSA modulus or exponent has no leading zero octets)."""
+    if length is None:
+        length = max(1, (value.bit_length() + 7) // 8)
+    return value.to_bytes(length, "big")
+
+
+def jwk_thumbprint(public_key: RSAPublicKey | EllipticCurvePublicKey) -> str:
+    """The RFC 7638 thumbprint of ``public_key``: base64url (no padding) of the SHA-256 of its
+    JWK's required members (RSA: ``e``, ``kty``, ``n``, RFC 7638 §3.2; EC: ``crv``, ``kty``,
+    ``x``, ``y``, with coordinates the curve's full size, RFC 7518 §6.2.1.2), in
+    lexicographic order, without whitespace (RFC 7638 §3.3). ``ValueError`` for another key."""
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    members: dict[str, str]
+    if isinstance(public_key, rsa.RSAPublicKey):
+        numbers = public_key.public_numbers()
+        members = {
+            "e": _base64url(_octets(numbers.e)),
+            "kty": "RSA",
+            "n": _base64url(_octets(numbers.n)),
+        }
+    elif isinstance(public_key, ec.EllipticCurvePublicKey) and public_key.curve.name in _EC_CURVES:
+        point = public_key.public_numbers()
+        size = (public_key.curve.key_size + 7) // 8
+        members = {
+            "crv": _EC_CURVES[public_key.curve.name][0],
+            "kty": "EC",
+            "x": _base64url(_octets(point.x, size)),
+            "y": _base64url(_octets(point.y, size)),
+        }
+    else:
+        raise ValueError("a JWK thumbprint is made here for RSA and EC P-256/384/521 keys only")
+    canonical = json.dumps(members, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return _base64url(hashlib.sha256(canonical.encode("ascii")).digest())
+
+
+def _shown(algorithms: tuple[str, ...]) -> str:
+    """The server's list for a reason: at most ``_SHOWN_ALGORITHMS`` values, each quoted
+    (``repr`` escapes any control character) and cut short."""
+    if not algorithms:
+        return "none"
+    shown = ", ".join(repr(a[:32]) for a in algorithms[:_SHOWN_ALGORITHMS])
+    more = len(algorithms) - _SHOWN_ALGORITHMS
+    return shown + (f" and {more} more" if more > 0 else "")
+
 
 def sign_assertion(
     action: SignAssertion, spec: Spec, clock: Clock
 ) -> AssertionSigned | AuthorizationAbandoned:
     """``SignAssertion``: the claims ``client_assertion_claims`` makes, signed with the spec's
-    ``key_file``. Reads the file (blocking, briefly). A key that cannot sign abandons the
-    step with a reason that names the file and the problem, never the key."""
+    ``key_file`` by an algorithm of ``action.algorithms`` (the server's list) that the key can
+    do, with the spec's ``key_id`` or the key's thumbprint as ``kid``. Reads the file
+    (blocking, briefly). A key that cannot sign (unreadable, too small, of a kind the server
+    does not list) abandons the step with a reason that names the file and the problem, never
+    the key or the assertion."""
 
     def abandoned(reason: str) -> AuthorizationAbandoned:
         return AuthorizationAbandoned(now=clock(), reason=reason)
@@ -320,15 +403,35 @@ def sign_assertion(
         return abandoned(
             f"the key file {key_file} is not an unencrypted PEM private key ({type(exc).__name__})"
         )
+    can: tuple[str, ...]  # what the key signs with, preferred first
     if isinstance(key, rsa.RSAPrivateKey):
-        algorithm = "RS256"
-    elif isinstance(key, ec.EllipticCurvePrivateKey) and isinstance(key.curve, ec.SECP256R1):
-        algorithm = "ES256"
+        if key.key_size < _RSA_MIN_BITS:
+            return abandoned(
+                f"the key file {key_file} holds a {key.key_size}-bit RSA key, too small to sign "
+                f"(RFC 7518 §3.3 and §3.5 require {_RSA_MIN_BITS} bits or more): make a new "
+                f"key of at least {_RSA_MIN_BITS} bits and register its public key"
+            )
+        kind, can = "an RSA key", _RSA_ALGORITHMS
+    elif isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name in _EC_CURVES:
+        curve, algorithm = _EC_CURVES[key.curve.name]
+        kind, can = f"an EC {curve} key", (algorithm,)
     else:
         return abandoned(
-            f"the key file {key_file} holds a key that cannot sign here: use an RSA key "
-            "(RS256) or an EC P-256 key (ES256)"
+            f"the key file {key_file} holds a key that cannot sign here: use an RSA key of "
+            f"{_RSA_MIN_BITS} bits or more, or an EC key on P-256, P-384 or P-521"
         )
+    listed = action.algorithms
+    chosen = can[0] if listed is None else next((a for a in can if a in listed), None)
+    if chosen is None:
+        assert listed is not None
+        return abandoned(
+            f"the key file {key_file} holds {kind}, which signs with {', '.join(can)}, but the "
+            f"authorization server accepts client assertions signed with {_shown(listed)} only "
+            "(its token_endpoint_auth_signing_alg_values_supported, RFC 8414 §2): use a key "
+            "of a kind it lists"
+        )
+    key_id = spec.oauth.get("key_id")
+    kid = key_id if key_id is not None else jwk_thumbprint(key.public_key())
     from mcp_core._oauth import client_assertion_claims
 
     claims = client_assertion_claims(
@@ -338,7 +441,7 @@ def sign_assertion(
         jti=secrets.token_urlsafe(24),
     )
     try:
-        assertion = jwt.encode(claims, key, algorithm=algorithm)
+        assertion = jwt.encode(claims, key, algorithm=chosen, headers={"kid": kid})
     except Exception as exc:
         return abandoned(f"the key in {key_file} could not sign ({type(exc).__name__})")
     return AssertionSigned(now=clock(), assertion=assertion)
