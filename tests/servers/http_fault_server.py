@@ -94,6 +94,16 @@ More kinds, for the fault matrix (tests/drivers/test_fault_matrix.py); a body-ca
                             never ends: where="head" (default) an endless header, where="body"
                             a complete 200 text/event-stream head, then endless SSE comments
   delay                     the normal answer, `seconds` (default 0.3) late
+  endless_sse_line          200 text/event-stream, then one SSE line that never ends: `line`
+                            (default "data: ") and `chunk` (default 4096) bytes of "x" per
+                            write, with no line end, until the client closes the connection
+                            (or stop(), or `limit` bytes, default 256 MiB); the server's send
+                            buffer is kept small (16 KiB asked) so that what it managed to
+                            send is close to what the client read. The bytes of the body sent
+                            (the SSE bytes, whole writes only, without the chunked framing) are
+                            appended to `endless_sent` when the stream ends;
+                            wait_for_endless_streams(n) waits for n of them. Meant for a GET
+                            (http_method="GET": the listening stream)
   no_answer, drop_stream    HTTP+SSE (HttpSseFaultServer): the POST is accepted (202) and its
                             answer never comes, or the GET stream that carries it is closed
                             instead; on Streamable HTTP: 202 without a body, and a closed
@@ -172,6 +182,10 @@ MATRIX_FAULT_KINDS = {
     "delay",
 }
 FAULT_KINDS |= MATRIX_FAULT_KINDS
+# Kinds for single tests, outside the matrix.
+FAULT_KINDS |= {"endless_sse_line"}
+ENDLESS_LIMIT = 256 * 1024 * 1024  # an endless line ends here, should no client ever stop it
+ENDLESS_SNDBUF = 16 * 1024
 _B64_SENTINEL = re.compile(r"=\?base64\?(?P<payload>[A-Za-z0-9+/]*={0,2})\?=")
 
 Message = dict[str, Any]
@@ -350,6 +364,7 @@ class HttpFaultServer:
         self._wake_w: socket.socket | None = None
         self._conns: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
+        self._endless_sent: list[int] = []  # endless_sse_line: the bytes each stream sent
 
     # --- lifecycle ---
 
@@ -484,6 +499,21 @@ class HttpFaultServer:
     def live_sessions(self) -> set[str]:
         with self._cond:
             return set(self._live_sessions)
+
+    @property
+    def endless_sent(self) -> list[int]:
+        """endless_sse_line: the SSE bytes each of its streams sent, in the order they ended."""
+        with self._cond:
+            return list(self._endless_sent)
+
+    def wait_for_endless_streams(self, count: int, timeout: float = 10.0) -> list[int]:
+        """Wait until `count` endless_sse_line streams ended; their `endless_sent`.
+        AssertionError after `timeout` s (a client that never stops reading one)."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self._endless_sent) >= count, timeout):
+                ended = len(self._endless_sent)
+                raise AssertionError(f"{ended} endless streams ended, not {count}")
+            return list(self._endless_sent)
 
     @property
     def open_get_streams(self) -> int:
@@ -667,6 +697,8 @@ class HttpFaultServer:
                 exchange.data(b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode())
             self._stall()
             raise _Drop
+        elif kind == "endless_sse_line":
+            self._endless_sse_line(exchange, options)
         elif kind == "redirect":
             status = int(options.get("status", 307))
             exchange.full(status, [("location", str(options["location"]))])
@@ -736,6 +768,27 @@ class HttpFaultServer:
 
     def _stall(self) -> None:
         self._stopping.wait(STALL_LIMIT)
+
+    def _endless_sse_line(self, exchange: _Exchange, options: dict[str, Any]) -> None:
+        """One SSE line that never ends, until the client hangs up (a failed send), stop()
+        or `limit` bytes; the bytes sent are kept in `endless_sent`."""
+        exchange.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, ENDLESS_SNDBUF)
+        chunk = b"x" * int(options.get("chunk", 4096))
+        limit = int(options.get("limit", ENDLESS_LIMIT))
+        sent = 0
+        try:
+            exchange.head(200, [("content-type", "text/event-stream")])
+            line = str(options.get("line", "data: ")).encode()
+            exchange.data(line)
+            sent += len(line)
+            while sent < limit and not self._stopping.is_set():
+                exchange.data(chunk)
+                sent += len(chunk)
+        finally:
+            with self._cond:
+                self._endless_sent.append(sent)
+                self._cond.notify_all()
+        raise _Drop
 
     # --- faults of the fault matrix ---
 
