@@ -12,8 +12,17 @@ How it keeps the tokens safe and the file whole:
   directory the user chose is theirs). A file found with a looser mode is tightened to 0600 on
   the spot, with a warning, rather than refused: refusing would lock the user out of every
   server until they ran ``chmod`` by hand, while tightening closes the exposure at once; the
-  warning says to log in again where the file may have been read. A file that cannot be
-  tightened (another user's) is refused. (Windows has no such modes; the checks are POSIX.)
+  warning says to log in again where the file may have been read. Only a regular file this
+  user owns is ever tightened (through the descriptor it was read from); one that belongs to
+  another user, or cannot be tightened, is refused. (Windows has no such modes; the checks are
+  POSIX.)
+- **No links followed.** The token file and its lock file are opened with ``O_NOFOLLOW`` (or,
+  where there is none, after an ``lstat``): a symbolic link in their place is refused with a
+  ``TokenStoreError`` naming it, and its target is neither read, created, locked nor chmod-ed.
+  A link planted there (in a shared directory, say) could otherwise have the store loosen or
+  overwrite another file's mode, read tokens from a file someone else controls, or create a
+  file wherever the link points. (Links in the directories above are followed as usual: only
+  the last component is checked.)
 - **Whole.** Every write goes to a temporary file in the same directory, is flushed to disk and
   then ``os.replace``-d over the old one, so a reader (or a crash) sees the old file or the new
   one, never half of either.
@@ -60,6 +69,10 @@ FILE_NAME = "tokens.json"
 _FORMAT = 1
 _PRIVATE_FILE = 0o600
 _PRIVATE_DIRECTORY = 0o700
+# Open flags: never follow a symbolic link in the last component (0 where the platform has no
+# such flag: an lstat checks first), and never leak the descriptor to a child process.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 _log = logging.getLogger("mcp_client.tokens")
 
@@ -146,7 +159,7 @@ class FileTokenStore:
         """The ``servers`` mapping as stored (records unchecked), ``{}`` when there is no file."""
         try:
             # Non-blocking, so a FIFO in the file's place is refused rather than waited on.
-            fd = os.open(self._path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            fd = self._open(self._path, os.O_RDONLY | os.O_NONBLOCK)
             with os.fdopen(fd, "rb") as file:
                 self._make_private(file.fileno())
                 data = file.read()
@@ -174,15 +187,51 @@ class FileTokenStore:
             raise self._error("is not a token file (no version 1 or no servers object)")
         return servers
 
+    def _open(self, path: Path, flags: int, mode: int = _PRIVATE_FILE) -> int:
+        """``os.open`` that refuses a symbolic link at ``path`` (``TokenStoreError``; its
+        target is not touched). ``FileNotFoundError`` and other ``OSError`` propagate."""
+        if not _NOFOLLOW and _is_link(path):  # pragma: no cover - Windows: no O_NOFOLLOW
+            raise self._link_error(path)
+        try:
+            return os.open(path, flags | _NOFOLLOW | _CLOEXEC, mode)
+        except FileNotFoundError:
+            raise
+        except OSError:
+            # O_NOFOLLOW on a link fails with ELOOP on Linux and macOS, EMLINK on FreeBSD,
+            # EFTYPE on NetBSD: ask the file system what is there rather than the errno.
+            if _is_link(path):
+                raise self._link_error(path) from None
+            raise
+
+    def _link_error(self, path: Path) -> TokenStoreError:
+        """``path`` (the token file or its lock file) is a symbolic link."""
+        never = "which the token store never follows (it could point at a file not the store's)"
+        if path == self._path:
+            return self._error(
+                f"is a symbolic link, {never}",
+                "give the store the real file's path, or remove the link and log in again",
+            )
+        return self._error(
+            f"has a lock file {path} that is a symbolic link, {never}",
+            "remove the link (the store makes a new lock file), or choose another path",
+        )
+
     def _make_private(self, fd: int) -> None:
         if sys.platform == "win32":  # pragma: no cover - POSIX modes only
             return
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):  # and never chmod a device such as /dev/null
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):  # and never chmod a device such as /dev/null
             raise self._error("is not a regular file", "remove it or choose another path")
-        loose = stat.S_IMODE(mode)
+        loose = stat.S_IMODE(status.st_mode)
         if not loose & 0o077:
             return
+        if status.st_uid != os.geteuid():
+            # Another user's file (root could chmod it anyway): not the store's to change.
+            raise self._error(
+                f"is readable or writable by other users (mode {loose:04o}) and belongs to "
+                f"another user (uid {status.st_uid}), so it is left as it is",
+                "ask its owner to make it private, or choose another path",
+            )
         try:
             os.fchmod(fd, _PRIVATE_FILE)
         except OSError as exc:
@@ -204,15 +253,11 @@ class FileTokenStore:
         an ``flock`` on ``<file>.lock`` (POSIX; a lock file that stays, empty)."""
         with self._lock:
             directory = self._path.parent
+            lock = self._path.with_name(self._path.name + ".lock")
             try:
                 if not directory.is_dir():
-                    os.makedirs(directory, mode=_PRIVATE_DIRECTORY, exist_ok=True)
-                    os.chmod(directory, _PRIVATE_DIRECTORY)  # makedirs' mode obeys the umask
-                lock_fd = os.open(
-                    self._path.with_name(self._path.name + ".lock"),
-                    os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                    _PRIVATE_FILE,
-                )
+                    _make_directory(directory)
+                lock_fd = self._open(lock, os.O_RDWR | os.O_CREAT)
             except OSError as exc:
                 raise self._error(
                     f"cannot be written ({os_message(exc)})",
@@ -220,6 +265,11 @@ class FileTokenStore:
                     "choose another path",
                 ) from None
             try:
+                if not stat.S_ISREG(os.fstat(lock_fd).st_mode):
+                    raise self._error(
+                        f"has a lock file {lock} that is not a regular file",
+                        "remove it (the store recreates it), or choose another path",
+                    )
                 if sys.platform != "win32":
                     fcntl.flock(lock_fd, fcntl.LOCK_EX)
                 yield
@@ -249,6 +299,31 @@ class FileTokenStore:
                 f"cannot be written ({os_message(exc)})",
                 "check that its directory is writable and the disk is not full",
             ) from None
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _make_directory(directory: Path) -> None:
+    """Create ``directory`` (and its parents) private: 0700 for the one it names, through a
+    descriptor of the directory this call created, so a link swapped in meanwhile is not
+    followed; one that appeared meanwhile (another store's) is left as it is."""
+    os.makedirs(directory.parent, exist_ok=True)
+    try:
+        os.mkdir(directory, _PRIVATE_DIRECTORY)
+    except FileExistsError:
+        return
+    if sys.platform == "win32":  # pragma: no cover - POSIX modes only
+        return
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC)
+    try:
+        os.fchmod(fd, _PRIVATE_DIRECTORY)  # mkdir's mode obeys the umask
+    finally:
+        os.close(fd)
 
 
 def _sync_directory(directory: Path) -> None:

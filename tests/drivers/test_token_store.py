@@ -332,3 +332,181 @@ def test_the_default_path_is_in_the_user_data_directory(
         store.save(SERVER, record())
         assert mode(store.path.parent) == 0o700
     assert repr(store) == f"FileTokenStore(path={str(store.path)!r})"
+
+
+# --- symbolic links are never followed --------------------------------------------------------
+
+CALLS = ["load", "save", "forget"]
+
+
+def use(store: FileTokenStore, name: str) -> None:
+    if name == "load":
+        store.load(SERVER)
+    elif name == "save":
+        store.save(SERVER, record("client-2"))
+    else:
+        store.forget(SERVER)
+
+
+def snapshot(path: Path) -> tuple[int, bytes, int]:
+    """A file's mode, content and modification time, read without following a link."""
+    status = os.lstat(path)
+    return stat.S_IMODE(status.st_mode), path.read_bytes(), status.st_mtime_ns
+
+
+def victim(directory: Path, content: bytes, mode: int = 0o644) -> Path:
+    """A file a link in the store's place points at: someone else's, readable by all."""
+    directory.mkdir(exist_ok=True)
+    target = directory / "elsewhere.json"
+    target.write_bytes(content)
+    target.chmod(mode)
+    return target
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_a_token_file_that_is_a_symlink_is_refused_and_its_target_untouched(
+    path: Path, tmp_path: Path, name: str
+) -> None:
+    """A link to a valid token file with mode 0644: once the store read it and chmod-ed the
+    target to 0600; now nothing is read, written or chmod-ed."""
+    document = {"version": 1, "servers": {SERVER: record().to_json()}}
+    target = victim(tmp_path / "other", json.dumps(document).encode())
+    before = snapshot(target)
+    path.parent.mkdir()
+    path.symlink_to(target)
+    store = FileTokenStore(path)
+    with pytest.raises(TokenStoreError) as caught:
+        use(store, name)
+    message = str(caught.value)
+    assert message.startswith(f"token file {path}: is a symbolic link")
+    assert "never follows" in message and "real file's path" in message
+    assert caught.value.path == path
+    no_secret_in(caught.value)
+    assert snapshot(target) == before  # mode 0644 and content as they were
+    assert path.is_symlink() and os.readlink(path) == str(target)  # not replaced either
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_a_dangling_token_file_symlink_is_refused_and_nothing_created(
+    path: Path, tmp_path: Path, name: str
+) -> None:
+    target = tmp_path / "other" / "planted.json"
+    target.parent.mkdir()
+    path.parent.mkdir()
+    path.symlink_to(target)
+    with pytest.raises(TokenStoreError, match="is a symbolic link"):
+        use(FileTokenStore(path), name)
+    assert not target.exists()
+    assert path.is_symlink()
+
+
+@pytest.mark.parametrize("name", ["save", "forget"])
+def test_a_lock_file_that_is_a_symlink_is_refused_and_its_target_untouched(
+    path: Path, tmp_path: Path, name: str
+) -> None:
+    store = FileTokenStore(path)
+    store.save(SERVER, record())
+    tokens = snapshot(path)
+    target = victim(tmp_path / "other", b"someone else's file\n")
+    before = snapshot(target)
+    lock = path.with_name("tokens.json.lock")
+    lock.unlink()
+    lock.symlink_to(target)
+    with pytest.raises(TokenStoreError) as caught:
+        use(store, name)
+    message = str(caught.value)
+    assert message.startswith(f"token file {path}: has a lock file {lock} that is a symbolic")
+    assert "remove the link" in message
+    no_secret_in(caught.value)
+    assert snapshot(target) == before
+    assert snapshot(path) == tokens  # the token file is not written without its lock
+    assert store.load(SERVER) == record()  # reading takes no lock
+
+
+@pytest.mark.parametrize("name", ["save", "forget"])
+def test_a_dangling_lock_symlink_creates_nothing_where_it_points(
+    path: Path, tmp_path: Path, name: str
+) -> None:
+    """Opening a lock with O_CREAT through a dangling link would create its target."""
+    path.parent.mkdir()
+    target = tmp_path / "other" / "created-by-the-store"
+    target.parent.mkdir()
+    lock = path.with_name("tokens.json.lock")
+    lock.symlink_to(target)
+    with pytest.raises(TokenStoreError, match=r"lock file .* is a symbolic link"):
+        use(FileTokenStore(path), name)
+    assert not target.exists()
+    assert not path.exists()
+
+
+def test_a_lock_file_that_is_not_a_regular_file_is_refused(path: Path) -> None:
+    path.parent.mkdir()
+    lock = path.with_name("tokens.json.lock")
+    os.mkfifo(lock, 0o644)
+    with pytest.raises(TokenStoreError, match=r"lock file .* is not a regular file"):
+        FileTokenStore(path).save(SERVER, record())
+    assert mode(lock) == 0o644 and not path.exists()
+
+
+def test_a_symlinked_directory_above_the_file_is_followed(tmp_path: Path) -> None:
+    """Only the file's own name is checked: a data directory that is a link (dotfiles kept
+    elsewhere) still works."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    store = FileTokenStore(tmp_path / "linked" / "tokens.json")
+    store.save(SERVER, record())
+    assert store.load(SERVER) == record()
+    assert mode(real / "tokens.json") == 0o600
+
+
+def test_a_loose_file_of_another_user_is_refused_not_chmod_ed(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store tightens only a file it owns: as root it could chmod anyone's."""
+    store = FileTokenStore(path)
+    store.save(SERVER, record())
+    path.chmod(0o644)
+    owner = path.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)  # the file is someone else's
+    with pytest.raises(TokenStoreError) as caught:
+        store.load(SERVER)
+    message = str(caught.value)
+    assert "mode 0644" in message and f"another user (uid {owner})" in message
+    assert str(path) in message
+    no_secret_in(caught.value)
+    assert mode(path) == 0o644
+
+
+def test_a_private_file_of_another_user_is_read_as_it_is(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileTokenStore(path)
+    store.save(SERVER, record())
+    owner = path.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)
+    assert store.load(SERVER) == record()
+    assert mode(path) == 0o600
+
+
+def test_a_new_directory_is_made_private_without_following_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 0700 is set through a descriptor of the directory the store just made; one that
+    appeared meanwhile (another store's, or a link) is not chmod-ed."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    elsewhere.chmod(0o755)
+    directory = tmp_path / "data"
+    real_mkdir = os.mkdir
+
+    def raced(target: str | os.PathLike[str], mode: int = 0o777) -> None:
+        if Path(target) == directory:  # a link appears first
+            directory.symlink_to(elsewhere, target_is_directory=True)
+            raise FileExistsError(17, "File exists")
+        real_mkdir(target, mode)
+
+    monkeypatch.setattr(os, "mkdir", raced)
+    FileTokenStore(directory / "tokens.json").save(SERVER, record())
+    assert mode(elsewhere) == 0o755  # the linked directory was not chmod-ed to 0700
+    assert mode(elsewhere / "tokens.json") == 0o600
