@@ -78,22 +78,23 @@ row on `mcp_asyncio` (asyncio and trio) and on `mcp_sync`, in `make test`, again
 authorization server that misbehaves at one step of the flow
 (`tests/servers/auth_fault_server.py`). The client has `oauth={{"timeout": {AUTH_TIMEOUT:g}}}`:
 each request of the authorization layer gets that long ({default} s by default,
-`mcp_core.AUTH_REQUEST_TIMEOUT`), never past the connect attempt's `init_timeout`. At every
-step but refresh the fault is there from the start, and a cell names the `.cause` of the
+`mcp_core.AUTH_REQUEST_TIMEOUT`), never past the connect attempt's `init_timeout`. At every step
+but refresh the fault is there from the start, and a cell names the `.cause` of the
 `ConnectFailed` that `async with Client(...)` raises (with `fail_fast=True`; not permanent
 unless the cell says so). At refresh the client has logged in and made a call, then its access
 token is refused: a cell names what the next call raises, and a call made meanwhile gets the
 same. `AuthorizationUnavailable` names the step (`.step`) and the authorization server's origin
-(`.origin`). "At once" means without waiting for a timeout; "by `timeout`", within the
-request's `timeout`. Unless a cell says "not retried", the fault may pass by itself: once the
+(`.origin`). "At once" means without waiting for a timeout; "by `timeout`", within the request's
+`timeout` for each URL the step tries (at a metadata step, two here: a URL that does not answer
+is left for the next). Unless a cell says "not retried", the fault may pass by itself: once the
 server behaves, the same client becomes ready without help (it retries with backoff, honouring
-`Retry-After`) and the next call succeeds; after a refresh fault, with the refresh token it
-kept (no new login). Every row also checks that each caller was answered by its deadline plus
-{MARGIN:g} s; that an endless answer was read no further than `mcp_core.AUTH_MAX_BYTES`
-({cap} KiB: the server sends only as fast as the client reads, and sent at most {slack} KiB
-more); that no redirect was followed; that no task, thread, file descriptor or process is
-left; and that no token, code, state, verifier or client secret is in an error, a log record,
-`Status` or the session recording (`record=`)."""
+`Retry-After`) and the next call succeeds; after a refresh fault, with the refresh token it kept
+(no new login). Every row also checks that each caller was answered by its deadline plus
+{MARGIN:g} s; that an endless answer was read no further than `mcp_core.AUTH_MAX_BYTES` ({cap}
+KiB: the server sends only as fast as the client reads, and sent at most {slack} KiB more); that
+no redirect was followed; that no task, thread, file descriptor or process is left; and that no
+token, code, state, verifier or client secret is in an error, a log record, `Status` or the
+session recording (`record=`)."""
     paragraph = textwrap.fill(
         " ".join(text.split()), width=96, break_long_words=False, break_on_hyphens=False
     )

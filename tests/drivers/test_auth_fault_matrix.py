@@ -21,7 +21,9 @@ A row names a step, a fault and what the callers get:
           refresh (mid-session): the client logs in, a call succeeds, the server then refuses
           every access token and the fault is armed at the refresh grant; the caller is the
           next call (timeout CALL_TIMEOUT, well above AUTH_TIMEOUT);
-  by      "at once" or "by timeout" (AUTH_TIMEOUT): the caller is answered by then + MARGIN;
+  by      "at once" or "by timeout": the caller is answered by then + MARGIN. "by timeout" is
+          AUTH_TIMEOUT for each URL the step may try (URLS: a metadata step that gets no
+          answer at one URL goes on to the next, RFC 9728 §3.1 / RFC 8414 §3.1);
   others  refresh only: a call made while the fault is under way;
   then    once the fault is cleared: "result" (the same client becomes ready by itself, and a
           tool call returns a result; refresh: the next call returns a result with no new
@@ -121,6 +123,10 @@ STEP_NAMES = {
     "client_credentials": "token",
 }
 CONNECT_STEPS = {step for step in STEPS if step != "refresh"}
+# How many URLs the client may try at a step, each with its own timeout: the protected resource
+# metadata at the challenge's resource_metadata URL (the path form, here) and at the root; the
+# authorization server's (an issuer without a path) at RFC 8414's URL and at OIDC's.
+URLS = {"protected resource metadata": 2, "authorization server metadata": 2}
 
 # fault -> what the authorization server does (README wording).
 FAULTS = {
@@ -350,7 +356,7 @@ async def answered(what: str, deadline: float, call: Callable[[], Awaitable[Any]
 
 
 def deadline_of(row: Row) -> float:
-    return AUTH_TIMEOUT if row.by == BY_TIMEOUT else 0.0
+    return AUTH_TIMEOUT * URLS.get(row.step, 1) if row.by == BY_TIMEOUT else 0.0
 
 
 def arm(run: Run) -> None:
