@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlsplit
 import h11
 
 from mcp_core import InvalidSpec, Spec
-from mcp_core._h11wire import FAILURES, ConnectError, HttpError, Origin
+from mcp_core._h11wire import FAILURES, MAX_INTERIM, ConnectError, HttpError, Origin
 from mcp_core._spec import proxy_url_problem, redact_url
 
 if TYPE_CHECKING:
@@ -259,13 +259,15 @@ class Tunnel:
     The CONNECT request carries ``Host`` and ``Proxy-Authorization`` (from the proxy URL)
     only: no header of the spec, no token. A refusal raises ``ProxyError`` naming the status
     (its reason phrase is ours, not the proxy's), as does an answer that is not HTTP/1.1, a
-    close before the answer, or bytes after a 2xx (the server speaks only after us)."""
+    close before the answer, more than ``MAX_INTERIM`` 1xx answers before it (h11 bounds the
+    size of each), or bytes after a 2xx (the server speaks only after us)."""
 
-    __slots__ = ("_h11", "_proxy", "request")
+    __slots__ = ("_h11", "_interim", "_proxy", "request")
 
     def __init__(self, proxy: Proxy, host: str, port: int) -> None:
         self._proxy = proxy
         self._h11 = h11.Connection(h11.CLIENT)
+        self._interim = 0  # 1xx answers before the final one: at most MAX_INTERIM
         target = _authority(host, port).encode("ascii")
         headers = [(b"Host", target)]
         if proxy.authorization is not None:
@@ -288,7 +290,10 @@ class Tunnel:
                 return False
             if isinstance(event, h11.Response):
                 break
-            # An InformationalResponse (1xx): the answer follows.
+            # An InformationalResponse (1xx): the answer follows, unless it never does.
+            self._interim += 1
+            if self._interim > MAX_INTERIM:
+                raise ProxyError(f"{named} sent more than {MAX_INTERIM} interim (1xx) answers")
         status = event.status_code
         if 200 <= status < 300:
             if self._h11.trailing_data[0]:

@@ -61,6 +61,7 @@ from mcp_core import (
 )
 from mcp_core._h11wire import (
     FAILURES,
+    ClientConnection,
     ConnectError,
     Origin,
     Pool,
@@ -596,7 +597,7 @@ class _AsyncioConnection(asyncio.Protocol):
 
     def __init__(self, executor: HttpExecutor) -> None:
         self._executor = executor
-        self.h11 = h11.Connection(h11.CLIENT)
+        self.h11: h11.Connection = ClientConnection()
         self.request: _Request | None = None
         self.broken = False
         self.received: list[bytes] = []  # reads not yet turned into events
@@ -655,7 +656,7 @@ class _StreamConnection:
     def __init__(self, executor: HttpExecutor, stream: ByteStream) -> None:
         self._executor = executor
         self._stream = stream
-        self.h11 = h11.Connection(h11.CLIENT)
+        self.h11: h11.Connection = ClientConnection()
         self.request: _Request | None = None
         self.broken = False
         self._outbox: deque[bytes] = deque()  # written in order by one write task at a time

@@ -27,6 +27,8 @@ from ._actions import StartHttp
 __all__ = [
     "FAILURES",
     "MAX_CONNECTIONS",
+    "MAX_INTERIM",
+    "ClientConnection",
     "ConnectError",
     "HttpError",
     "Origin",
@@ -171,6 +173,27 @@ def _prepare(
     return target, tuple(encoded), add_length
 
 
+# Interim (1xx) answers taken before a response's final head. A client "MUST be able to parse
+# one or more 1xx responses" (RFC 9110 §15.2), and h11 bounds each one's size, not how many
+# come: a peer sending them forever would be read forever, the head never coming (on the
+# listening GET, which no deadline ends once the session is ready). Past this many the
+# response fails, as one whose head is over h11's size limit does.
+MAX_INTERIM = 32
+
+
+class ClientConnection(h11.Connection):
+    """h11's client side of one connection, counting the interim (1xx) answers of the
+    response under way for ``receive`` (the count starts over with the next request)."""
+
+    def __init__(self) -> None:
+        super().__init__(h11.CLIENT)
+        self.interim = 0
+
+    def start_next_cycle(self) -> None:
+        super().start_next_cycle()
+        self.interim = 0
+
+
 def request_bytes(connection: h11.Connection, request: h11.Request, body: bytes | None) -> bytes:
     """The whole request (head, body, end) as one write."""
     data = connection.send(request) or b""
@@ -182,8 +205,10 @@ def request_bytes(connection: h11.Connection, request: h11.Request, body: bytes 
 def receive(connection: h11.Connection, data: bytes) -> tuple[h11.Response | None, bytes, bool]:
     """Feed one socket read (``b""`` at EOF) to ``connection``: the response head if it came in
     this read, the body bytes of this read (h11's Data events joined), and whether the response
-    ended. 1xx answers are skipped. Raises ``h11.RemoteProtocolError`` on a malformed response
-    and ``RemoteProtocolError`` when the server closed the connection before any answer."""
+    ended. 1xx answers are skipped, at most ``MAX_INTERIM`` of them per response on a
+    ``ClientConnection`` (the executors'). Raises ``h11.RemoteProtocolError`` on a malformed
+    response (a head over h11's size limit too) and ``RemoteProtocolError`` when the server
+    closed the connection before any answer, or sent too many 1xx answers."""
     if not data and connection.their_state is h11.SEND_RESPONSE:
         raise RemoteProtocolError("the server closed the connection before answering")
     connection.receive_data(data)
@@ -204,7 +229,13 @@ def receive(connection: h11.Connection, data: bytes) -> tuple[h11.Response | Non
             # Neither comes before the end of a response to a request that asked for no
             # protocol switch; should one, it must not spin here.
             raise RemoteProtocolError("the server closed or switched the connection")
-        # InformationalResponse (1xx): skipped; the final answer follows.
+        elif isinstance(connection, ClientConnection):
+            # InformationalResponse (1xx): skipped; the final answer follows.
+            connection.interim += 1
+            if connection.interim > MAX_INTERIM:
+                raise RemoteProtocolError(
+                    f"the server sent more than {MAX_INTERIM} interim (1xx) answers"
+                )
 
 
 def finish(connection: h11.Connection) -> bool:

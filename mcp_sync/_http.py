@@ -160,6 +160,7 @@ from mcp_core import (
 )
 from mcp_core._h11wire import (
     FAILURES,
+    ClientConnection,
     ConnectError,
     Origin,
     Pool,
@@ -1065,7 +1066,7 @@ class _Connection:
     def __init__(self, origin: Origin, sock: socket.socket) -> None:
         self.origin = origin
         self.sock = sock
-        self.h11 = h11.Connection(h11.CLIENT)
+        self.h11: h11.Connection = ClientConnection()
         self._pending: Callable[[], int] | None = getattr(sock, "pending", None)  # TLS only
         self._poller: select.poll | None = None
         self._timeout = 0.0  # the socket's receive timeout (0: none), set for callers only
