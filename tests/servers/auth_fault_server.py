@@ -17,8 +17,8 @@ The steps (each request of the authorization layer is one of them):
                                   form (RFC 9728 §3.1: the challenge's resource_metadata URL is
                                   the path form here)
   authorization server metadata   every GET of /.well-known/oauth-authorization-server* and
-                                  /.well-known/openid-configuration* (RFC 8414 §3.1, OpenID
-                                  Connect Discovery §4), and an issuer path's appended OIDC form
+                                  /.well-known/openid-configuration* (RFC 8414 §3.1 and its
+                                  OpenID Connect twin), and an issuer path's appended OIDC form
   registration                    POST /register (RFC 7591)
   token exchange                  POST /token, grant_type=authorization_code (RFC 6749 §4.1.3)
   refresh                         POST /token, grant_type=refresh_token (RFC 6749 §6)
@@ -127,7 +127,7 @@ TEN_GB = 10 * 1000**3
 PACE_POLL = 0.0005  # how often the never-ending body checks whether the client has read
 STALL_LIMIT = 600.0  # a hang or trickle ends by itself after this long
 
-_ESTABLISHED = 1  # tcp_info.tcpi_state (include/net/tcp_states.h)
+_ESTABLISHED = 1  # tcp_info's tcpi_state of an established connection (Linux)
 _SECRET_FIELDS = ("code", "code_verifier", "refresh_token", "client_secret", "client_assertion")
 
 
@@ -494,7 +494,7 @@ _LOOPBACK = socket.inet_aton("127.0.0.1") + bytes(12)
 
 
 def _diag_rx_queue(local_port: int, remote_port: int) -> int | None:
-    """``_rx_queue`` over netlink (linux/inet_diag.h): an inet_diag_req_v2 naming one TCP
+    """``_rx_queue`` over Linux's netlink sock_diag: an inet_diag_req_v2 naming one TCP
     socket, answered by its inet_diag_msg (idiag_rqueue: unread bytes, for an established
     socket) or by an error (ENOENT: no such socket). OSError when netlink is not there."""
     sockid = struct.pack("!HH", local_port, remote_port) + _LOOPBACK + _LOOPBACK
