@@ -23,9 +23,11 @@ connection while an earlier one is still connecting: it is parked on that connec
 every request started before it was written (or ended).
 
 Aborting detaches the request from its connection and closes that connection at once (a
-connection attempt is cancelled instead), so nothing more is read for it. Whatever event of an
-aborted stream still reaches ``feed`` is dropped by the machine (the one filter for late
-events); the executor only spares itself the work. At most
+connection attempt or a TLS handshake is cancelled instead), so nothing more is read for it,
+and nothing more is fed for it, not even a failure already under way (``_finish``), as
+``AbortHttp`` asks: everything here runs on the event loop's thread, so that holds without a
+lock. The machine drops events of an aborted stream all the same (the one filter for late
+events). At most
 ``connection_cap(pool_size, max_connections)`` requests are sent at once, and as many
 connections are open; the other requests wait here, in FIFO order, where abort() removes them.
 """
@@ -170,9 +172,10 @@ class HttpExecutor:
 
     def abort(self, stream: int) -> None:
         """End the request of ``stream`` now: its connection is closed, not returned to the
-        pool half-read, and nothing more is read for it. An unknown or ended stream is ignored.
-        (A failure already under way, e.g. of a request that could not be built, may still be
-        fed: the machine ignores events of a stream it aborted, the one filter for them.)"""
+        pool half-read (a connection attempt or TLS handshake is cancelled), nothing more is
+        read for it and nothing more is fed, not even a failure already under way (of a
+        request that could not be built, or a connect that failed meanwhile). An unknown or
+        ended stream is ignored."""
         request = self._requests.pop(stream, None)
         if request is not None:
             self._abort(request)
@@ -340,7 +343,7 @@ class HttpExecutor:
 
     def _finish(self, request: _Request, final: HttpEvent | None) -> None:
         """The request ended: its slot goes to the next waiting request, then ``final`` (if
-        any) is fed. Idempotent."""
+        any) is fed, unless the request was aborted. Idempotent."""
         if request.finished:
             return
         request.finished = True
@@ -358,7 +361,7 @@ class HttpExecutor:
         stream = request.action.stream
         if self._requests.get(stream) is request:
             del self._requests[stream]
-        if final is not None:
+        if final is not None and not request.aborted:
             self._feed(final)
 
     # --- tasks ---------------------------------------------------------------------------------

@@ -29,8 +29,9 @@ on ("claims" it); ``abort`` marks the request and shuts that socket down, which 
 blocked call at once, in every phase: connecting (the connect is started, non-blocking, before
 the claim, so the shutdown always finds it in progress), the TLS handshake, sending, waiting
 for the head, reading the body. The worker then closes the connection (never pooled half-read)
-and feeds nothing. Only DNS resolution cannot be woken; an aborted request still waiting in it
-ends when the resolver answers.
+and feeds nothing more: it looks at the request after every read and once it let go (see
+``HttpExecutor`` for a read it was handing over at that moment). Only DNS resolution cannot be
+woken; an aborted request still waiting in it ends when the resolver answers.
 
 Theory of operation: callers run their own requests
 ---------------------------------------------------
@@ -204,9 +205,13 @@ class HttpExecutor:
     connections and on workers plus inline runners, ``max_connections`` sets it exactly (see
     ``connection_cap``).
 
-    A worker learns of an abort only when its socket wakes it, so events of an aborted stream
-    can still reach ``feed`` after ``abort`` returned: the machine drops them (it ignores
-    events of a stream it aborted: the one filter for late events, in the core).
+    A worker learns of an abort when its socket wakes it (or at its next look at the
+    request): from then on it feeds nothing for that stream, not the failure the shutdown
+    caused nor what it read since. ``feed`` runs without any lock of the executor, so the
+    events of a read that a worker was already handing over when ``abort`` came can still
+    reach ``feed`` after it returned (at most one read's body; never a failure or an end
+    caused by the abort): the machine drops them (it ignores events of a stream it aborted:
+    the one filter for late events, in the core).
     """
 
     def __init__(
@@ -301,7 +306,8 @@ class HttpExecutor:
         last = self._exchange(request, done)
         if last is not None:
             try:
-                self._feed_many(last)
+                if last:  # else aborted: nothing more for it
+                    self._feed_many(last)
             finally:
                 self._forget(request)
 
@@ -417,7 +423,8 @@ class HttpExecutor:
                 assert last is not None  # only a caller hands a request over
                 done = request
                 # Fed while the request is still live; the next _take forgets it.
-                self._feed_many(last)
+                if last:  # else aborted: nothing more for it
+                    self._feed_many(last)
         except BaseException:
             # A bug (the feed raised; threading reports it): leave no count behind.
             with self._lock:
@@ -456,8 +463,8 @@ class HttpExecutor:
         """Send the request (unless it was sent before a caller handed it over) and feed its
         head and body; return its last events, not yet fed: what the last read brought and
         the end (its connection is back in the pool or closed by then, and the thread counts
-        as free). With ``done`` (a caller in ``run``) return None when the request went to a
-        worker to be read on."""
+        as free), or no event at all once it was aborted. With ``done`` (a caller in ``run``)
+        return None when the request went to a worker to be read on."""
         action = request.action
         stream = action.stream
         reusable = False
@@ -483,6 +490,8 @@ class HttpExecutor:
                 self._claim(request, connection.sock)
             while True:
                 data = connection.recv() if done is None else self._read_inline(connection, done)
+                if request.aborted:  # woken by abort(): what was read is nobody's
+                    raise ReadError("the request was aborted")
                 if data is None:  # the caller's reply is done, the response goes on
                     if self._hand_over(request):
                         return None
@@ -518,6 +527,10 @@ class HttpExecutor:
         else:
             final = HttpResponseEnded(now=self._now(), stream=stream)
         self._let_go(request, reusable=reusable)  # written, or never will be
+        if request.aborted:
+            # abort() woke it (or came as it ended): nothing more is fed for the stream, not
+            # the failure the shutdown caused, nor what the last read brought (StartHttp).
+            return []
         events.append(final)
         return events
 
