@@ -104,6 +104,10 @@ More kinds, for the fault matrix (tests/drivers/test_fault_matrix.py); a body-ca
                             appended to `endless_sent` when the stream ends;
                             wait_for_endless_streams(n) waits for n of them. Meant for a GET
                             (http_method="GET": the listening stream)
+  endless_head              a head one byte every `interval` s (default 0.1) that never ends
+                            (as slow_loris where="head"), until the client closes the
+                            connection, which it notices by reading (EOF or a reset), or stop();
+                            the bytes sent are appended to `endless_sent` when it ends
   no_answer, drop_stream    HTTP+SSE (HttpSseFaultServer): the POST is accepted (202) and its
                             answer never comes, or the GET stream that carries it is closed
                             instead; on Streamable HTTP: 202 without a body, and a closed
@@ -124,6 +128,7 @@ import itertools
 import json
 import queue
 import re
+import select
 import selectors
 import signal
 import socket
@@ -183,7 +188,7 @@ MATRIX_FAULT_KINDS = {
 }
 FAULT_KINDS |= MATRIX_FAULT_KINDS
 # Kinds for single tests, outside the matrix.
-FAULT_KINDS |= {"endless_sse_line"}
+FAULT_KINDS |= {"endless_sse_line", "endless_head"}
 ENDLESS_LIMIT = 256 * 1024 * 1024  # an endless line ends here, should no client ever stop it
 ENDLESS_SNDBUF = 16 * 1024
 _B64_SENTINEL = re.compile(r"=\?base64\?(?P<payload>[A-Za-z0-9+/]*={0,2})\?=")
@@ -364,7 +369,7 @@ class HttpFaultServer:
         self._wake_w: socket.socket | None = None
         self._conns: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
-        self._endless_sent: list[int] = []  # endless_sse_line: the bytes each stream sent
+        self._endless_sent: list[int] = []  # endless_*: the bytes each answer sent
 
     # --- lifecycle ---
 
@@ -502,12 +507,13 @@ class HttpFaultServer:
 
     @property
     def endless_sent(self) -> list[int]:
-        """endless_sse_line: the SSE bytes each of its streams sent, in the order they ended."""
+        """endless_sse_line and endless_head: the bytes each of their answers sent (an SSE
+        line: its body bytes), in the order they ended."""
         with self._cond:
             return list(self._endless_sent)
 
     def wait_for_endless_streams(self, count: int, timeout: float = 10.0) -> list[int]:
-        """Wait until `count` endless_sse_line streams ended; their `endless_sent`.
+        """Wait until `count` endless_* answers ended; their `endless_sent`.
         AssertionError after `timeout` s (a client that never stops reading one)."""
         with self._cond:
             if not self._cond.wait_for(lambda: len(self._endless_sent) >= count, timeout):
@@ -699,6 +705,8 @@ class HttpFaultServer:
             raise _Drop
         elif kind == "endless_sse_line":
             self._endless_sse_line(exchange, options)
+        elif kind == "endless_head":
+            self._endless_head(exchange, float(options.get("interval", 0.1)))
         elif kind == "redirect":
             status = int(options.get("status", 307))
             exchange.full(status, [("location", str(options["location"]))])
@@ -768,6 +776,25 @@ class HttpFaultServer:
 
     def _stall(self) -> None:
         self._stopping.wait(STALL_LIMIT)
+
+    def _endless_head(self, exchange: _Exchange, interval: float) -> None:
+        """A head one byte every `interval` s, never finished, until the client hangs up (its
+        EOF or reset is read) or stop(); the bytes sent are kept in `endless_sent`."""
+        sent = 0
+        poller = select.poll()
+        poller.register(exchange.sock, select.POLLIN)
+        head = itertools.chain(b"HTTP/1.1 200 OK\r\nx-loris: ", itertools.repeat(ord("a")))
+        try:
+            for byte in head:
+                if self._stopping.is_set() or poller.poll(int(interval * 1000)):
+                    break  # readable: the client's EOF or reset (it says nothing else now)
+                exchange.sock.sendall(bytes([byte]))
+                sent += 1
+        finally:
+            with self._cond:
+                self._endless_sent.append(sent)
+                self._cond.notify_all()
+        raise _Drop
 
     def _endless_sse_line(self, exchange: _Exchange, options: dict[str, Any]) -> None:
         """One SSE line that never ends, until the client hangs up (a failed send), stop()
