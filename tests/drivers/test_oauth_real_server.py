@@ -39,8 +39,10 @@ import pytest
 
 import mcp_core as core
 import mcp_core._oauth
+from mcp_asyncio import _client as async_client
 from mcp_core._authorization import _EXPIRY_MARGIN, MAX_AUTHORIZATIONS
 from mcp_core.driver import token_store_key
+from mcp_sync import _client as sync_client
 from tests.drivers.facade import DRIVERS, Facade
 from tests.drivers.test_oauth_drivers import follow
 from tests.servers.http_peers import HttpPeer
@@ -70,6 +72,17 @@ def anyio_backend(driver: str) -> str:
 @pytest.fixture(params=["stateful", "stateful-auto"])
 def wire(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def fresh_era_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No era verdict from an earlier test: each driver keeps one per URL for the life of the
+    process (SPEC §5), and the server here gets a port the OS may have given a server of an
+    earlier test. With that server's verdict an ``era="auto"`` client would skip the probe:
+    with "modern", ready without any request, so no login at connect and one flow fewer than
+    the counts say."""
+    monkeypatch.setattr(async_client, "_ERA_CACHE", {})
+    monkeypatch.setattr(sync_client, "_ERA_CACHE", {})
 
 
 # --- the server and its knobs ----------------------------------------------------------------
