@@ -197,6 +197,8 @@ class Authorization:
         self._fetches: dict[int, _Fetch] = {}
         self._candidates: list[str] = []  # metadata URLs still to try, in order
         self._transient: AuthorizationUnavailable | None = None  # of a metadata URL skipped
+        # Until when a Retry-After asked for quiet, and the failure that said so.
+        self._asked_to_wait: tuple[float, AuthorizationUnavailable] | None = None
         self._challenge: oauth.AuthChallenge | None = None
         self._resource_metadata: oauth.ProtectedResourceMetadata | None = None
         self._server: oauth.AuthorizationServerMetadata | None = None
@@ -257,7 +259,8 @@ class Authorization:
             self._held.append(held)  # a token is on its way
         elif self._refresh_token is not None and self._server is not None:
             self._held.append(held)  # expired: refresh before sending
-            self._guard(self._refresh)
+            if not self._waiting_out(held):
+                self._guard(self._refresh)
         else:
             self._inner.send(connection, message, request_id)  # the server will say
 
@@ -386,6 +389,8 @@ class Authorization:
             return
         if self.phase not in (AuthPhase.UNAUTHORIZED, AuthPhase.AUTHORIZED):
             return  # a token is on its way: the request waits for it
+        if self._waiting_out(held):
+            return
         if status == 401:
             held.refused += 1
             if held.refused > 1:
@@ -412,6 +417,17 @@ class Authorization:
         wanted = self._challenge.scope if self._challenge is not None else None
         self._scope = oauth.union_scopes(self._scope, self._granted_scope, wanted)
         self._guard(self._identify, False)
+
+    def _waiting_out(self, held: _Held) -> bool:
+        """Whether the authorization server asked to be left alone (``Retry-After`` on a 429
+        or 503, RFC 9110 §10.2.3) for longer than now: then ``held`` fails at once with that
+        answer's error instead of starting a flow, as the connect retry waits it out too."""
+        last = self._asked_to_wait
+        if last is None or self._session.now >= last[0]:
+            return False
+        self._held.remove(held)
+        self._fail_held(held, last[1], permanent=False)
+        return True
 
     def _discover(self) -> None:
         """RFC 9728: the protected resource metadata, from the challenge's URL or the
@@ -748,6 +764,8 @@ class Authorization:
         self._move(AuthStep.FALTER)
         if self._access_token is not None:
             self._move(AuthStep.TOKEN)
+        if error.retry_after is not None:
+            self._asked_to_wait = (self._session.now + error.retry_after, error)
         held, self._held = self._held, []
         for entry in held:
             self._fail_held(entry, error, permanent=False)
@@ -866,7 +884,9 @@ class Authorization:
         error = AuthorizationUnavailable(
             origin_of(fetch.url), _STEPS[fetch.phase], detail, retry_after
         )
-        if fetch.phase in _DISCOVERING:
+        # A metadata URL gives way to the next one, unless the server asked the client to
+        # wait (429): the next URL is on the same server, or would be asked in its place.
+        if fetch.phase in _DISCOVERING and fetch.status != 429:
             if self._transient is None:
                 self._transient = error
             self._guard(self._fetch_next)

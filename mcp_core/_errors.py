@@ -267,7 +267,7 @@ class AuthorizationFailed(McpError):
 
 
 class AuthorizationUnavailable(McpError):
-    """Authorization could not be had for now (SPEC §11): a request of the authorization
+    """Authorization could not be had for now: a request of the authorization
     layer (a metadata document, registration, the token endpoint) failed in a way that may pass
     by itself: no answer within its deadline, a connection error, an answer over the size cap,
     HTTP 429 or 5xx, a redirect, or an answer that cannot be read. Nothing is refused for good:

@@ -64,6 +64,8 @@ def cell(row: Row | None) -> str:
         text += f"; then: {outcome(row.then)}"
     elif row.fault.startswith("429") and row.step in CONNECT_STEPS:
         text += "; tried again after `Retry-After`"
+    elif row.fault.startswith("429"):
+        text += "; so is a call before `Retry-After` has passed, without asking the server"
     if row.xfail:
         text += " **(bug, see below)**"
     return text

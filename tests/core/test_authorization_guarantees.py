@@ -1,4 +1,4 @@
-"""The authorization layer keeps the session's guarantees (SPEC §11): every request of its own
+"""The authorization layer keeps the session's guarantees: every request of its own
 has a deadline and a size cap, a failure that may pass is retried while a definite answer is
 final, a held request whose caller was answered is never sent, the step-up limit belongs to
 the request it concerns, and no token or request leaves for where it must not go. A scripted
@@ -261,7 +261,8 @@ def test_a_failure_that_may_pass_fails_the_attempt_which_is_retried(
 
 
 def test_a_resource_metadata_hint_that_fails_falls_back_to_the_well_known_urls() -> None:
-    for failure in [*FAILURES, "404"]:
+    # (A 429 asks the client to wait instead: test_a_retry_after_is_waited_out_by_every_flow.)
+    for failure in [*(f for f in FAILURES if f != "429"), "404"]:
         h = AuthHarness()
         h.feed(core.Connect(now=0.0))
         h.respond(h.request("initialize"), 401, headers=HINTED)
@@ -605,3 +606,48 @@ def test_a_recording_keeps_no_state_and_no_answer_of_the_token_endpoint() -> Non
     [authorize] = [a for a in h.history if isinstance(a, core.Authorize)]
     encoded = json.dumps(encode_action(authorize))
     assert authorize.state not in encoded
+
+
+def test_a_retry_after_is_waited_out_by_every_flow() -> None:
+    # At a metadata URL: no other URL is asked meanwhile, the attempt waits it out.
+    h = AuthHarness(reconnect=0.5)
+    h.feed(core.Connect(now=0.0))
+    waiter = h.await_ready(fail_fast=True)
+    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
+    h.respond(h.fetch(PRM_URL), 429, b"", headers=(("Retry-After", "30"),))
+    assert not [r for r in sent(h) if r.url == ROOT_PRM]
+    assert transient(h.error(waiter), "protected resource metadata").retry_after == 30.0
+    h.take()
+    h.fire_due()
+    assert h.now == 30.0 and h.request("initialize")
+    # Mid-session: a refresh answered 429 keeps every other call from asking again too soon.
+    h = AuthHarness(concurrency="stateless")
+    h.login()
+    first = h.call("a")
+    h.respond(tool_calls(h, "a")[0], 401, headers=CHALLENGE)
+    h.respond(h.fetch(TOKEN_URL), 429, b"", headers=(("Retry-After", "20"),))
+    assert h.error(first).retry_after == 20.0  # type: ignore[attr-defined]
+    h.take()
+    h.now += 10
+    second = h.call("b")
+    h.respond(tool_calls(h, "b")[0], 401, headers=CHALLENGE)
+    error = h.error(second)
+    assert isinstance(error, core.AuthorizationUnavailable) and error.retry_after == 20.0
+    assert not [r for r in sent(h) if r.url == TOKEN_URL]
+    h.take()
+    h.now += 10  # waited out: the next call refreshes
+    third = h.call("c")
+    h.respond(tool_calls(h, "c")[0], 401, headers=CHALLENGE)
+    h.respond(h.fetch(TOKEN_URL), 200, {**TOKEN, "access_token": "tok-2"})
+    h.result_for(tool_calls(h, "c")[-1], TEXT_RESULT)
+    assert h.result(third).text == "hi"
+    # An expired token waits it out too, before any refresh.
+    h.take()
+    h.now += 4000
+    fourth = h.call("d")
+    h.respond(h.fetch(TOKEN_URL), 503, b"", headers=(("Retry-After", "60"),))
+    assert isinstance(h.error(fourth), core.AuthorizationUnavailable)
+    h.take()
+    fifth = h.call("e")
+    assert isinstance(h.error(fifth), core.AuthorizationUnavailable)
+    assert not [r for r in sent(h) if r.url == TOKEN_URL]

@@ -1,5 +1,5 @@
 """The authorization fault matrix: what the client does when its authorization server misbehaves
-at one step of the OAuth flow (SPEC §11), on every driver (asyncio, trio, sync), from one
+at one step of the OAuth flow, on every driver (asyncio, trio, sync), from one
 literal table, ROWS. The twin of the server fault matrix (test_fault_matrix.py). README.md
 shows the same table ("Authorization faults, step by step"), drawn from ROWS by
 scripts/auth_fault_matrix_table.py; a test below fails when they disagree.
@@ -38,8 +38,10 @@ Every row also checks, on each driver:
   - each caller is answered by its deadline plus MARGIN (waited for with that deadline: the
     row fails when it passes; no duration is asserted otherwise);
   - the fault was reached (a request at the step got it);
-  - 429 (Retry-After: 1), at connect: a URL that answered 429 was asked again, and not before
-    RETRY_AFTER s (less TOLERANCE) had passed (the step's other URLs may be tried at once);
+  - 429 (Retry-After: 1): the step was asked again, and not before RETRY_AFTER s (less
+    TOLERANCE) had passed since the 429, at any of its URLs (a metadata step does not go on to
+    its next URL after a 429); at refresh, calls made meanwhile fail at once with the 429's
+    error and ask nothing;
   - wrong issuer: nothing is retried (one request at the step; at the token exchange, the one
     authorization response that named the wrong issuer and no token request at all), and no
     connect attempt is scheduled;
@@ -432,21 +434,21 @@ async def connect_row(run: Run, client: MatrixClient) -> None:
 
 
 def check_retry_after(tries: list[Any]) -> None:
-    """After a 429, the URL that answered it is not asked again within Retry-After. (At a
-    metadata step the client may go on to the step's next URL at once, as for any failure:
-    another document; the fault answers that one 429 too, and the attempt fails.)"""
+    """After a 429, nothing is asked at the step (at any of its URLs: a metadata step does not
+    go on to its next URL, which is on the same server) within Retry-After, and the step is
+    asked again once it has passed."""
     spaced = 0
     for index, first in enumerate(tries):
         if first.fault != "429":
             continue
-        again = next((a for a in tries[index + 1 :] if a.path == first.path), None)
+        again = next(iter(tries[index + 1 :]), None)
         if again is not None:
             waited = again.at - first.at
             assert waited >= RETRY_AFTER - TOLERANCE, (
-                f"Retry-After not honoured: {first.path} asked again {waited:.3f} s after its 429"
+                f"Retry-After not honoured: {again.path} asked {waited:.3f} s after a 429"
             )
             spaced += 1
-    assert spaced, f"no URL that answered 429 was asked again: {tries}"
+    assert spaced, f"the step was not asked again after its 429: {tries}"
 
 
 async def refresh_row(run: Run, client: MatrixClient) -> None:
@@ -493,6 +495,8 @@ async def refresh_row(run: Run, client: MatrixClient) -> None:
         check("the faulted call", row.caller, answers["caller"], step, server.origin)
         check("the other call", row.others, answers["others"], step, server.origin)
     server.clear()
+    if row.fault.startswith("429"):
+        await waited_out(run, client)
     then = await answered(
         "the next call",
         CALL_TIMEOUT,
@@ -501,9 +505,37 @@ async def refresh_row(run: Run, client: MatrixClient) -> None:
     run.answers.append(then)
     run.statuses.append(client.status())
     check("the next call", row.then, then, step, server.origin)
+    if row.fault.startswith("429"):
+        [refused] = faulted_attempts(run)
+        later = [a.at for a in server.attempts("refresh") if a.at > refused.at]
+        assert later and min(later) - refused.at >= RETRY_AFTER - TOLERANCE, (
+            f"a refresh {min(later) - refused.at:.3f} s after the 429 (Retry-After: {RETRY_AFTER})"
+        )
     logins = server.oauth_log.count("authorize")
     assert logins == 1, f"{logins} logins: the refresh token was not kept"
     assert "token:refresh_token" in server.oauth_log, "no refresh succeeded"
+
+
+async def waited_out(run: Run, client: MatrixClient) -> None:
+    """After a 429 with Retry-After at the refresh: calls made meanwhile fail at once with
+    the 429's error, without asking the authorization server again, until Retry-After has
+    passed (polled with a deadline: the end of a wait is no event of its own)."""
+    step, origin = STEP_NAMES[run.row.step], run.server.origin
+    deadline = anyio.current_time() + RETRY_AFTER + MARGIN
+    while anyio.current_time() < deadline:
+        early = await answered(
+            "a call within Retry-After",
+            CALL_TIMEOUT,
+            lambda: client.call_tool("echo", {"text": "early"}, timeout=CALL_TIMEOUT),
+        )
+        run.answers.append(early)
+        if not isinstance(early, core.AuthorizationUnavailable):
+            check("a call after Retry-After", "result", early, step, origin)
+            return
+        check("a call within Retry-After", "AuthorizationUnavailable", early, step, origin)
+        assert early.retry_after == RETRY_AFTER, early
+        await anyio.sleep(0.05)
+    raise AssertionError(f"calls still refused {RETRY_AFTER} s + {MARGIN} s after the 429")
 
 
 def live_tasks() -> int:

@@ -1,4 +1,4 @@
-"""A stray request to the loopback redirect listener cannot end a login (SPEC §11; RFC 6749
+"""A stray request to the loopback redirect listener cannot end a login (RFC 6749
 §10.12): on mcp_asyncio (asyncio and trio), on mcp_sync, and in ``mcp-client login``'s own
 browser step, requests to the callback path with a wrong or missing ``state`` reach the
 listener before the real redirect; each is answered 400, the wait goes on, and the login

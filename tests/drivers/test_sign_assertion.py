@@ -1,4 +1,4 @@
-"""``sign_assertion``, the driver's ``SignAssertion`` (SPEC §11; RFC 7523): the algorithm is one
+"""``sign_assertion``, the driver's ``SignAssertion`` (RFC 7523): the algorithm is one
 the authorization server lists (RFC 8414 §2, ``token_endpoint_auth_signing_alg_values_supported``)
 that the key can do, an RSA key under 2048 bits is refused (RFC 7518 §3.3), and the JWS header
 names the key (``kid``, RFC 7515 §4.1.4): the spec's ``key_id``, else the key's RFC 7638
