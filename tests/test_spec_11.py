@@ -81,7 +81,8 @@ ROWS: dict[str, list[str]] = {
         "tests/drivers/test_oauth_real_server.py::test_a_server_that_keeps_refusing_ends_the_step_ups_with_authorization_failed",
         "tests/core/test_oauth.py::test_union_scopes_keeps_the_first_order",
         "tests/core/test_authorization.py::test_step_up_asks_for_the_union_of_scopes_at_most_three_times",
-        "tests/core/test_authorization.py::test_at_most_three_authorizations_in_a_row_counting_the_first",
+        "tests/core/test_authorization.py::test_at_most_three_authorizations_for_one_request_counting_the_first",
+        "tests/core/test_authorization_guarantees.py::test_the_step_up_limit_counts_the_authorizations_of_the_request_it_concerns",
     ],
     "credentials are bound to the issuer: a changed issuer means registering again": [
         "tests/core/test_authorization.py::test_a_new_issuer_means_registering_again",
@@ -108,6 +109,35 @@ ROWS: dict[str, list[str]] = {
         "tests/core/test_authorization.py::test_the_token_goes_to_the_resource_only",
         "tests/drivers/test_oauth_drivers.py::test_no_secret_reaches_a_log_record_a_repr_or_a_recording",
         "tests/cli/test_cli_oauth.py::test_no_token_code_or_secret_is_printed_even_with_debug_logs",
+    ],
+    "every request of the layer has its own deadline and a small size cap (aborted past either)": [
+        "tests/core/test_authorization_guarantees.py::test_a_metadata_url_that_never_answers_fails_the_attempt_by_the_connect_deadline",
+        "tests/core/test_authorization_guarantees.py::test_each_request_has_its_own_deadline_and_a_late_answer_is_dropped",
+        "tests/core/test_authorization_guarantees.py::test_an_answer_announcing_more_than_the_cap_is_aborted_unread",
+        "tests/core/test_authorization_guarantees.py::test_an_endless_answer_is_aborted_past_the_cap",
+        "tests/drivers/test_auth_fault_matrix.py::test_auth_fault_matrix",
+    ],
+    "connection errors, timeouts, 429 and 5xx are transient (retried with backoff); only a "
+    "definite answer is permanent": [
+        "tests/core/test_authorization_guarantees.py::test_a_failure_that_may_pass_fails_the_attempt_which_is_retried",
+        "tests/core/test_authorization_guarantees.py::test_a_resource_metadata_hint_that_fails_falls_back_to_the_well_known_urls",
+        "tests/core/test_authorization_guarantees.py::test_a_definite_refusal_is_final",
+        "tests/core/test_authorization_guarantees.py::test_a_refresh_that_fails_for_now_fails_the_waiting_calls_and_keeps_the_refresh_token",
+        "tests/core/test_authorization_guarantees.py::test_a_retry_after_is_waited_out_by_every_flow",
+        "tests/drivers/test_auth_fault_matrix.py::test_auth_fault_matrix",
+    ],
+    "a request whose caller was answered is never sent": [
+        "tests/core/test_authorization_guarantees.py::test_a_held_request_whose_caller_was_answered_is_never_sent",
+        "tests/core/test_authorization_guarantees.py::test_a_held_request_that_timed_out_is_never_sent",
+    ],
+    "the loopback listener answers a wrong or missing state with 400 and keeps waiting": [
+        "tests/drivers/test_redirect_listener.py::test_a_wrong_state_gets_400_echoing_nothing_and_the_right_one_still_ends_the_wait",
+        "tests/drivers/test_redirect_listener.py::test_a_missing_empty_repeated_or_near_state_is_400_and_the_wait_goes_on",
+        "tests/drivers/test_oauth_stray_redirect.py::test_a_stray_redirect_before_the_real_one_does_not_end_the_login",
+    ],
+    "no bearer token over plain http elsewhere; metadata hints over https unless loopback": [
+        "tests/core/test_authorization_guarantees.py::test_no_bearer_token_over_plain_http_to_a_server_elsewhere",
+        "tests/core/test_authorization_guarantees.py::test_hints_issuers_and_endpoints_of_a_remote_server_cannot_lead_here",
     ],
     "errors: AuthorizationRequired names the command; AuthorizationFailed keeps the OAuth code": [
         "tests/core/test_oauth.py::test_the_two_errors_say_what_to_do_and_keep_the_oauth_code",

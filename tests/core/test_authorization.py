@@ -614,7 +614,7 @@ def test_the_transports_other_calls_pass_through() -> None:
     assert done.header(delete, "Authorization") == "Bearer tok-1"
 
 
-def test_at_most_three_authorizations_in_a_row_counting_the_first() -> None:
+def test_at_most_three_authorizations_for_one_request_counting_the_first() -> None:
     # auth/scope-retry-limit: a 401, then 403 insufficient_scope for ever.
     h = AuthHarness(era="modern")
     h.feed(core.Connect(now=0.0))
