@@ -19,10 +19,8 @@ from typing import Any
 import pytest
 
 import mcp_asyncio
-import mcp_asyncio._client as async_client
 import mcp_core as core
 import mcp_sync
-import mcp_sync._client as sync_client
 from mcp_core import UnknownPrompt
 from tests.conftest import (
     children_of,
@@ -46,14 +44,6 @@ def driver(request: pytest.FixtureRequest) -> str:
 def anyio_backend(driver: str) -> str:
     return "trio" if driver == "trio" else "asyncio"
 
-
-@pytest.fixture(autouse=True)
-def fresh_era_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No era verdict cached from earlier tests (each driver keeps one per server command
-    line for the process): py_server is probed and speaks 2026-07-28 here, server-everything
-    the legacy era, whatever ran before."""
-    monkeypatch.setattr(async_client, "_ERA_CACHE", {})
-    monkeypatch.setattr(sync_client, "_ERA_CACHE", {})
 
 
 @pytest.fixture(autouse=True)

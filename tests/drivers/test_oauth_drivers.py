@@ -25,9 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 import _mcp_io.oauth
 import _mcp_io.redirect
 import mcp_core as core
-from mcp_asyncio import _client as async_client
 from mcp_core.driver import token_store_key
-from mcp_sync import _client as sync_client
 from tests.drivers.facade import DRIVERS, Facade
 from tests.servers.http_oauth_server import OAuthServer
 
@@ -43,15 +41,6 @@ def driver(request: pytest.FixtureRequest) -> str:
 def anyio_backend(driver: str) -> str:
     return "trio" if driver == "trio" else "asyncio"
 
-
-@pytest.fixture(autouse=True)
-def fresh_era_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No era verdict from an earlier test: each driver keeps one per URL for the life of the
-    process (SPEC §5), and a server here gets a port the OS may have given a server of an
-    earlier test. With that server's "modern" the client would be ready without a handshake
-    (no login at connect, no session with this legacy server) whatever the test does."""
-    monkeypatch.setattr(async_client, "_ERA_CACHE", {})
-    monkeypatch.setattr(sync_client, "_ERA_CACHE", {})
 
 
 @pytest.fixture

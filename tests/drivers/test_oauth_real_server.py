@@ -39,10 +39,8 @@ import pytest
 
 import mcp_core as core
 import mcp_core._oauth
-from mcp_asyncio import _client as async_client
 from mcp_core._authorization import _EXPIRY_MARGIN, MAX_AUTHORIZATIONS
 from mcp_core.driver import token_store_key
-from mcp_sync import _client as sync_client
 from tests.drivers.facade import DRIVERS, Facade
 from tests.drivers.test_oauth_drivers import follow
 from tests.servers.http_peers import HttpPeer
@@ -73,16 +71,6 @@ def anyio_backend(driver: str) -> str:
 def wire(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
-
-@pytest.fixture(autouse=True)
-def fresh_era_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No era verdict from an earlier test: each driver keeps one per URL for the life of the
-    process (SPEC §5), and the server here gets a port the OS may have given a server of an
-    earlier test. With that server's verdict an ``era="auto"`` client would skip the probe:
-    with "modern", ready without any request, so no login at connect and one flow fewer than
-    the counts say."""
-    monkeypatch.setattr(async_client, "_ERA_CACHE", {})
-    monkeypatch.setattr(sync_client, "_ERA_CACHE", {})
 
 
 # --- the server and its knobs ----------------------------------------------------------------
@@ -457,9 +445,13 @@ async def test_no_secret_in_a_log_record_a_repr_or_a_status(
         secrets |= {redirect["code"], redirect["state"]}
     secrets.discard("")
     # 6 authorizations (the login; again after a revocation; a step-up; again after a
-    # revocation, then 2 step-ups to the limit of 3 in a row), a code, a state and a verifier
-    # each; 7 token pairs (theirs and a refresh's); the client secret.
+    # revocation, then 2 step-ups to the limit of 3 for that request), a code, a state and a
+    # verifier each; 7 token pairs (theirs and a refresh's); the client secret. Each refused
+    # refresh also saved the record without its dead tokens (the registration kept).
     assert len(browser.redirects) == len(verifiers) == 6
-    assert len(store.saved) == 7 and len(secrets) == 3 * 6 + 2 * 7 + 1
+    with_tokens = [saved for saved in store.saved if saved.access_token is not None]
+    emptied = [saved for saved in store.saved if saved.access_token is saved.refresh_token is None]
+    assert (len(with_tokens), len(emptied), len(store.saved)) == (7, 2, 9)
+    assert len(secrets) == 3 * 6 + 2 * 7 + 1
     leaks = sorted(s for s in secrets if any(s in text for text in shown))
     assert leaks == []

@@ -31,9 +31,7 @@ import pytest
 
 import mcp_core as core
 from _mcp_io.client import json_path, output_adapter, with_data
-from mcp_asyncio import _client as async_client
 from mcp_core.replay import encode_action, replay
-from mcp_sync import _client as sync_client
 from tests.conftest import (
     REPO_ROOT,
     children_of,
@@ -66,13 +64,6 @@ def no_children_left() -> Iterator[None]:
     yield
     wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
 
-
-@pytest.fixture(autouse=True)
-def fresh_era_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts with no era verdict: the drivers share one per server command line
-    for the life of the process, and these tests pin eras and probe the same servers."""
-    monkeypatch.setattr(async_client, "_ERA_CACHE", {})
-    monkeypatch.setattr(sync_client, "_ERA_CACHE", {})
 
 
 class Surface(Facade):

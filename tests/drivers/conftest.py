@@ -1,0 +1,19 @@
+"""Fixtures every driver test gets."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_asyncio import _client as async_client
+from mcp_sync import _client as sync_client
+
+
+@pytest.fixture(autouse=True)
+def fresh_era_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no era verdict. Each driver keeps one per server (command line,
+    or URL) for the life of the process, and the test servers bind port 0: the OS may give a
+    test's server the port of an earlier test's server, whose verdict would then decide this
+    one's era without a probe ("modern": ready without any request, so no handshake, no login
+    at connect, no session with a legacy server), whatever the test does."""
+    monkeypatch.setattr(async_client, "_ERA_CACHE", {})
+    monkeypatch.setattr(sync_client, "_ERA_CACHE", {})
