@@ -332,21 +332,31 @@ async def test_stop_ends_a_browser_step_still_waiting(
         return True
 
     monkeypatch.setattr(_mcp_io.redirect, "open_browser", open_browser)
+    waited = threading.Event()
+    wait_for_browser = _mcp_io.oauth.BrowserStep.wait_for_browser
+
+    def wait_and_tell(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return wait_for_browser(*args, **kwargs)
+        finally:
+            waited.set()
+
+    monkeypatch.setattr(_mcp_io.oauth.BrowserStep, "wait_for_browser", wait_and_tell)
     c = Facade(driver, url=server.url, wait=False)
     await c.start()
     assert await anyio.to_thread.run_sync(opened.wait, 20), "the browser step never started"
     started = time.monotonic()
-    await c.stop()
+    await c.stop()  # (it cannot run inside a cancel scope of this task: the client's own)
     assert time.monotonic() - started < 5
     # The listener is closed within a slice of 0.1 s: its port refuses connections, and the
-    # thread that waited on it ends.
+    # wait for the browser (in a thread of its own, or a worker thread) has returned.
     port = urlsplit(redirect[0]).port or 0
 
     def closed() -> bool:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=5).close()
         except ConnectionRefusedError:
-            return not [t for t in threading.enumerate() if "authorize" in t.name]
+            return waited.is_set()
         except ConnectionResetError:
             # The probe's handshake was done by the listener still open, which then closed
             # with the probe in its accept queue (a reset) before connect() read its result:
