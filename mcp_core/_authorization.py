@@ -422,11 +422,13 @@ class Authorization:
         """Whether the authorization server asked to be left alone (``Retry-After`` on a 429
         or 503, RFC 9110 §10.2.3) for longer than now: then ``held`` fails at once with that
         answer's error instead of starting a flow, as the connect retry waits it out too."""
-        last = self._asked_to_wait
-        if last is None or self._session.now >= last[0]:
+        last, now = self._asked_to_wait, self._session.now
+        if last is None or now >= last[0]:
             return False
+        until, error = last
+        left = AuthorizationUnavailable(error.origin, error.step, error.detail, until - now)
         self._held.remove(held)
-        self._fail_held(held, last[1], permanent=False)
+        self._fail_held(held, left, permanent=False)
         return True
 
     def _discover(self) -> None:
@@ -683,6 +685,7 @@ class Authorization:
         now = self._session.now
         self._expires_at = None if answer.expires_in is None else now + answer.expires_in
         self._granted_scope = answer.scope
+        self._asked_to_wait = None  # it answered
         self._token(answer.access_token)
         self._move(AuthStep.TOKEN)
         self._save()

@@ -632,7 +632,7 @@ def test_a_retry_after_is_waited_out_by_every_flow() -> None:
     second = h.call("b")
     h.respond(tool_calls(h, "b")[0], 401, headers=CHALLENGE)
     error = h.error(second)
-    assert isinstance(error, core.AuthorizationUnavailable) and error.retry_after == 20.0
+    assert isinstance(error, core.AuthorizationUnavailable) and error.retry_after == 10.0  # left
     assert not [r for r in sent(h) if r.url == TOKEN_URL]
     h.take()
     h.now += 10  # waited out: the next call refreshes
