@@ -57,12 +57,14 @@ typecheck: venv
 # Two pytest runs on purpose: the core's coverage must be earned by tests/core alone, which
 # drive mcp_core through its public API with no I/O. Counting lines that driver or server tests
 # happen to execute would hide core branches that no core test pins down. The second run is
-# everything else (drivers against real servers, the test servers' own smoke tests).
+# everything else (drivers against real servers, the test servers' own smoke tests), in two
+# worker processes (pytest-xdist): mostly waits on servers and deadlines, so about half the
+# time on 2 cores; every test counts what it leaves behind in its own process.
 test: venv node_modules conformance/node_modules/.installed lint typecheck
 	$(PY) -m pytest tests/core --cov=mcp_core --cov-branch --cov-report=term-missing \
 		--cov-fail-under=$(CORE_COVERAGE)
 	$(PY) conformance/run.py
-	$(PY) -m pytest tests --ignore=tests/core
+	$(PY) -m pytest tests --ignore=tests/core -n 2
 
 # The library from Python (sync, then asyncio), then the mcp-client command against a config
 # of several real servers (stdio and HTTP).
