@@ -15,6 +15,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import readme_section  # scripts/, beside this file
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -32,7 +34,6 @@ from tests.drivers.test_auth_fault_matrix import (  # noqa: E402
 )
 from tests.servers.auth_fault_server import ENDLESS_SLACK  # noqa: E402
 
-README = ROOT / "README.md"
 START = (
     "<!-- authorization fault matrix: drawn from tests/drivers/test_auth_fault_matrix.py "
     "by scripts/auth_fault_matrix_table.py -->"
@@ -125,25 +126,9 @@ def render() -> str:
 
 
 def section_of(readme: str) -> str:
-    """What README.md has between the markers ("" when a marker is missing)."""
-    if START not in readme or END not in readme:
-        return ""
-    return readme.split(START, 1)[1].split(END, 1)[0].removeprefix("\n")
-
-
-def main() -> None:
-    table = render()
-    if sys.argv[1:] != ["--write"]:
-        print(table, end="")
-        return
-    readme = README.read_text()
-    if START not in readme or END not in readme:
-        sys.exit(f"{README} has no markers: put {START!r} and {END!r} where the table goes")
-    head, rest = readme.split(START, 1)
-    tail = rest.split(END, 1)[1]
-    README.write_text(f"{head}{START}\n{table}{END}{tail}")
-    print(f"wrote the authorization fault matrix into {README}")
+    """What README.md has between this table's markers ("" when a marker is missing)."""
+    return readme_section.section_of(readme, START, END)
 
 
 if __name__ == "__main__":
-    main()
+    readme_section.main(render, START, END, "the authorization fault matrix")

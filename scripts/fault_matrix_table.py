@@ -13,6 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import readme_section  # scripts/, beside this file
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -25,7 +27,6 @@ from tests.drivers.test_fault_matrix import (  # noqa: E402  (the repo root goes
     Row,
 )
 
-README = ROOT / "README.md"
 START = (
     "<!-- fault matrix: drawn from tests/drivers/test_fault_matrix.py "
     "by scripts/fault_matrix_table.py -->"
@@ -83,25 +84,9 @@ def render() -> str:
 
 
 def section_of(readme: str) -> str:
-    """What README.md has between the markers ("" when a marker is missing)."""
-    if START not in readme or END not in readme:
-        return ""
-    return readme.split(START, 1)[1].split(END, 1)[0].removeprefix("\n")
-
-
-def main() -> None:
-    table = render()
-    if sys.argv[1:] != ["--write"]:
-        print(table, end="")
-        return
-    readme = README.read_text()
-    if START not in readme or END not in readme:
-        sys.exit(f"{README} has no markers: put {START!r} and {END!r} where the table goes")
-    head, rest = readme.split(START, 1)
-    tail = rest.split(END, 1)[1]
-    README.write_text(f"{head}{START}\n{table}{END}{tail}")
-    print(f"wrote the fault matrix into {README}")
+    """What README.md has between this table's markers ("" when a marker is missing)."""
+    return readme_section.section_of(readme, START, END)
 
 
 if __name__ == "__main__":
-    main()
+    readme_section.main(render, START, END, "the fault matrix")
