@@ -118,12 +118,22 @@ def _process_table() -> dict[int, tuple[int, int, str]]:
     return table
 
 
+# The first line of a child interpreter that a test interrupts: Ctrl-C raises KeyboardInterrupt
+# there, as in a program started from a terminal, even when this process was started with
+# SIGINT ignored (a background job of a shell without job control, e.g. `cmd &` in a script):
+# an ignored disposition is inherited, and Python then installs no handler of its own.
+CTRL_C_RAISES = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+
 def interrupt_child(script: str, *first_lines: str) -> tuple[list[str], int]:
-    """Run ``script`` in a child interpreter, read each of ``first_lines`` from its stdout (in
-    order: they show it got where the interrupt should land), send it SIGINT, and return the
-    rest of its stdout, without progress lines ("in flight..."), and its exit code. A child
-    still running after 30 s is killed and the test fails."""
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    """Run ``script`` in a child interpreter (after ``CTRL_C_RAISES``), read each of
+    ``first_lines`` from its stdout (in order: they show it got where the interrupt should
+    land), send it SIGINT, and return the rest of its stdout, without progress lines ("in
+    flight..."), and its exit code. A child still running after 30 s is killed and the test
+    fails."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_RAISES + script], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout is not None
         for line in first_lines:

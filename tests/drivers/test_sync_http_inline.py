@@ -30,6 +30,7 @@ import mcp_core as core
 from mcp_core import HttpBodyReceived, HttpFailed, HttpResponseEnded, HttpResponseStarted
 from mcp_sync import Client
 from mcp_sync._http import HttpEvent, HttpExecutor
+from tests.conftest import CTRL_C_RAISES
 from tests.drivers import test_http_executors as executor_tests
 
 pytestmark = pytest.mark.timeout(90)
@@ -384,7 +385,7 @@ print([t.name for t in threading.enumerate() if t.name.startswith("mcp-sync")], 
 
 def test_ctrl_c_while_the_main_thread_runs_its_request(server: McpServer) -> None:
     child = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(CTRL_C_CHILD), server.url],
+        [sys.executable, "-c", CTRL_C_RAISES + textwrap.dedent(CTRL_C_CHILD), server.url],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

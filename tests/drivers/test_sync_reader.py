@@ -22,7 +22,13 @@ import pytest
 import mcp_core as core
 from mcp_sync import Client
 from mcp_sync._process import ProcessSlot
-from tests.conftest import children_of, fault_server_argv, interrupt_child, wait_until
+from tests.conftest import (
+    CTRL_C_RAISES,
+    children_of,
+    fault_server_argv,
+    interrupt_child,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -345,7 +351,7 @@ def test_a_second_ctrl_c_in_the_clean_up_cannot_stick_the_turn() -> None:
         """
     )
     child = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", CTRL_C_RAISES + script], capture_output=True, text=True, timeout=60
     )
     assert child.stdout.splitlines() == [
         "interrupted ['step', 'clean-up'] 0",
