@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 
 import anyio
 import anyio.to_thread
 import pytest
-from trio._core import _thread_cache as trio_thread_cache
 
 from tests.conftest import wait_until
 from tests.drivers.facade import DRIVERS, Facade
+from tests.drivers.test_fault_matrix import counts
 from tests.servers.http_fault_server import HttpFaultServer, RecordedRequest
 
 pytestmark = pytest.mark.timeout(90)
@@ -31,19 +30,6 @@ LIMIT = 256 * 1024  # the client's max_message_bytes
 # its own limit of 256 MiB, far above this.
 SLACK = 4 * 1024 * 1024
 WAIT = 30.0
-
-
-def _idle_trio_workers() -> int:
-    """Trio keeps an idle worker thread for a while after a job: it holds nothing of the
-    client, so it is not counted (as in test_fault_matrix.py)."""
-    cache = getattr(getattr(trio_thread_cache, "THREAD_CACHE", None), "_idle_workers", {})
-    return sum(1 for worker in list(cache) if worker._thread.is_alive())
-
-
-def _counts() -> tuple[int, int]:
-    """Threads and file descriptors of this process."""
-    threads = threading.active_count() - _idle_trio_workers()
-    return threads, len(os.listdir("/proc/self/fd"))
 
 
 def _gets(server: HttpFaultServer, count: int) -> list[RecordedRequest]:
@@ -76,7 +62,7 @@ async def _scenario(driver: str, server: HttpFaultServer) -> int:
 def test_an_endless_line_on_the_listening_get_is_cut_and_the_client_goes_on(
     driver: str, line: str
 ) -> None:
-    before = _counts()
+    before = counts()
     with HttpFaultServer(get_stream=True) as server:
         server.set_fault("endless_sse_line", http_method="GET", line=line)
         sent = anyio.run(
@@ -87,7 +73,7 @@ def test_an_endless_line_on_the_listening_get_is_cut_and_the_client_goes_on(
 
     # Nothing left behind: sockets, the sync driver's threads, the server's.
     def clean() -> bool:
-        threads, fds = _counts()
-        return threads <= before[0] and fds <= before[1]
+        _, threads, fds = counts()  # threads, as the fault matrix counts them, and fds
+        return threads <= before[1] and fds <= before[2]
 
-    wait_until(clean, WAIT, message=f"nothing left behind (before: {before}, now: {_counts()})")
+    wait_until(clean, WAIT, message=f"nothing left behind (before: {before}, now: {counts()})")

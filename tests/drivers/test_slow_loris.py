@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 
 import anyio
 import anyio.to_thread
 import pytest
-from trio._core import _thread_cache as trio_thread_cache
 
 import mcp_core as core
 from tests.conftest import wait_until
 from tests.drivers.facade import DRIVERS, Facade
+from tests.drivers.test_fault_matrix import counts
 from tests.servers.http_fault_server import HttpFaultServer
 
 pytestmark = pytest.mark.timeout(90)
@@ -28,19 +27,6 @@ pytestmark = pytest.mark.timeout(90)
 CALL_TIMEOUT = 1.0
 H11_LIMIT = 16 * 1024  # h11's default max_incomplete_event_size
 WAIT = 30.0
-
-
-def _idle_trio_workers() -> int:
-    """Trio keeps an idle worker thread for a while after a job: it holds nothing of the
-    client, so it is not counted (as in test_fault_matrix.py)."""
-    cache = getattr(getattr(trio_thread_cache, "THREAD_CACHE", None), "_idle_workers", {})
-    return sum(1 for worker in list(cache) if worker._thread.is_alive())
-
-
-def _counts() -> tuple[int, int]:
-    """Threads and file descriptors of this process."""
-    threads = threading.active_count() - _idle_trio_workers()
-    return threads, len(os.listdir("/proc/self/fd"))
 
 
 async def _scenario(driver: str, server: HttpFaultServer) -> int:
@@ -61,7 +47,7 @@ async def _scenario(driver: str, server: HttpFaultServer) -> int:
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts fds in /proc/self/fd")
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_head_trickled_forever_ends_at_the_calls_deadline(driver: str) -> None:
-    before = _counts()
+    before = counts()
     with HttpFaultServer() as server:
         server.set_fault("endless_head", method="tools/call")
         backend = "trio" if driver == "trio" else "asyncio"
@@ -70,7 +56,7 @@ def test_a_head_trickled_forever_ends_at_the_calls_deadline(driver: str) -> None
     assert 0 < sent < H11_LIMIT, sent
 
     def clean() -> bool:
-        threads, fds = _counts()
-        return threads <= before[0] and fds <= before[1]
+        _, threads, fds = counts()  # threads, as the fault matrix counts them, and fds
+        return threads <= before[1] and fds <= before[2]
 
-    wait_until(clean, WAIT, message=f"nothing left behind (before: {before}, now: {_counts()})")
+    wait_until(clean, WAIT, message=f"nothing left behind (before: {before}, now: {counts()})")
