@@ -315,46 +315,26 @@ _EC_CURVES = {
 _SHOWN_ALGORITHMS = 8
 
 
-def _base64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _octets(value: int, length: int | None = None) -> bytes:
-    """``value`` big-endian in ``length`` octets, or in as few as it needs (RFC 7518 §6.3.1.1:
-    an RSA modulus or exponent has no leading zero octets)."""
-    if length is None:
-        length = max(1, (value.bit_length() + 7) // 8)
-    return value.to_bytes(length, "big")
-
-
 def jwk_thumbprint(public_key: RSAPublicKey | EllipticCurvePublicKey) -> str:
     """The RFC 7638 thumbprint of ``public_key``: base64url (no padding) of the SHA-256 of its
     JWK's required members (RSA: ``e``, ``kty``, ``n``, RFC 7638 §3.2; EC: ``crv``, ``kty``,
-    ``x``, ``y``, with coordinates the curve's full size, RFC 7518 §6.2.1.2), in
-    lexicographic order, without whitespace (RFC 7638 §3.3). ``ValueError`` for another key."""
+    ``x``, ``y``), in lexicographic order, without whitespace (RFC 7638 §3.3). The JWK is
+    PyJWT's (coordinates at the curve's full size, RFC 7518 §6.2.1.2). ``ValueError`` for a key
+    that is neither RSA nor EC on P-256/384/521."""
     from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
-    members: dict[str, str]
+    required: tuple[str, ...]
     if isinstance(public_key, rsa.RSAPublicKey):
-        numbers = public_key.public_numbers()
-        members = {
-            "e": _base64url(_octets(numbers.e)),
-            "kty": "RSA",
-            "n": _base64url(_octets(numbers.n)),
-        }
+        jwk, required = RSAAlgorithm.to_jwk(public_key, as_dict=True), ("e", "kty", "n")
     elif isinstance(public_key, ec.EllipticCurvePublicKey) and public_key.curve.name in _EC_CURVES:
-        point = public_key.public_numbers()
-        size = (public_key.curve.key_size + 7) // 8
-        members = {
-            "crv": _EC_CURVES[public_key.curve.name][0],
-            "kty": "EC",
-            "x": _base64url(_octets(point.x, size)),
-            "y": _base64url(_octets(point.y, size)),
-        }
+        jwk, required = ECAlgorithm.to_jwk(public_key, as_dict=True), ("crv", "kty", "x", "y")
     else:
         raise ValueError("a JWK thumbprint is made here for RSA and EC P-256/384/521 keys only")
+    members = {name: jwk[name] for name in required}
     canonical = json.dumps(members, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return _base64url(hashlib.sha256(canonical.encode("ascii")).digest())
+    digest = hashlib.sha256(canonical.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 def _shown(algorithms: tuple[str, ...]) -> str:
