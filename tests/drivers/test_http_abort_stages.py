@@ -57,6 +57,7 @@ from mcp_core._h11wire import MAX_INTERIM
 from mcp_sync._http import HttpExecutor as SyncExecutor
 from tests.conftest import wait_until
 from tests.drivers.pki import Pki
+from tests.servers.loopback import LoopbackServer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -76,7 +77,7 @@ HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n"  # then a b
 LORIS_HEAD = b"HTTP/1.1 200 OK\r\nx-loris: "  # then "a" forever: the head never ends
 
 
-class Peer:
+class Peer(LoopbackServer):
     """A TCP server on 127.0.0.1, one thread per connection, behaving as ``behaviour`` says:
 
     - ``silent``: reads until EOF and sends nothing (over https: never answers the handshake);
@@ -96,52 +97,19 @@ class Peer:
     def __init__(self, behaviour: str, tls: ssl.SSLContext | None = None) -> None:
         self.behaviour = behaviour
         self._tls = tls if behaviour != "silent" else None
-        self._listener = socket.create_server((HOST, 0))
-        self.port = self._listener.getsockname()[1]
-        self.url = f"{'https' if tls else 'http'}://{HOST}:{self.port}/"
-        self.changed = threading.Condition()
-        self.accepted = 0
-        self.open = 0
         self.received = 0  # bytes read, all connections
         self.requests = 0  # request heads read
         self.sending = 0  # bytes the slow loris sent so far
         self.sent: list[int] = []  # bytes each ended connection sent
         self._stop = threading.Event()
-        self._connections: list[socket.socket] = []
-        self._threads = [threading.Thread(target=self._accept, daemon=True)]
-        self._threads[0].start()
+        super().__init__(WAIT)
+        self.url = f"{'https' if tls else 'http'}://{HOST}:{self.port}/"
 
-    def wait(self, predicate: Callable[[], bool], timeout: float = WAIT) -> None:
-        with self.changed:
-            assert self.changed.wait_for(predicate, timeout), f"the {self.behaviour} peer"
+    def __repr__(self) -> str:
+        return f"the {self.behaviour} peer"
 
-    def close(self) -> None:
+    def _closing(self) -> None:
         self._stop.set()
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)
-        self._listener.close()
-        with self.changed:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-        for thread in self._threads:
-            thread.join(WAIT)
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:
-                return
-            with self.changed:
-                self.accepted += 1
-                self.open += 1
-                self._connections.append(connection)
-                self.changed.notify_all()
-            thread = threading.Thread(target=self._serve, args=(connection,), daemon=True)
-            self._threads.append(thread)
-            thread.start()
 
     def _note(self, **counts: int) -> None:
         with self.changed:

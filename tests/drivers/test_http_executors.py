@@ -41,6 +41,7 @@ from mcp_core._h11wire import ConnectError, ReadError, RequestBuilder, receive, 
 from mcp_sync._http import HttpExecutor as SyncExecutor
 from tests.conftest import wait_until
 from tests.drivers.pki import Pki
+from tests.servers.loopback import LoopbackServer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -52,7 +53,7 @@ PROMPT = 2.0  # what "abort ends it promptly" means
 # --- the server ------------------------------------------------------------------------------
 
 
-class Server:
+class Server(LoopbackServer):
     """HTTP/1.1 on 127.0.0.1 with h11, one thread per connection, keep-alive.
 
     Routes: /json; /sse (one event, then the rest once `release` is set); /stall (the head and
@@ -69,49 +70,16 @@ class Server:
     def __init__(self, tls: ssl.SSLContext | None = None, *, silent: bool = False) -> None:
         self._tls = tls
         self._silent = silent
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.accepted = 0
-        self.open = 0
         self.requests: list[str] = []  # targets, in arrival order
-        self.changed = threading.Condition()
         self.release = threading.Event()
-        self._connections: list[socket.socket] = []
-        self._threads = [threading.Thread(target=self._accept, daemon=True)]
-        self._threads[0].start()
+        super().__init__(WAIT)
+        self.url = f"http://127.0.0.1:{self.port}"
 
-    def wait(self, predicate: Callable[[], bool], timeout: float = WAIT) -> None:
-        with self.changed:
-            assert self.changed.wait_for(predicate, timeout), "the server never saw that"
+    def __repr__(self) -> str:
+        return "the server"
 
-    def close(self) -> None:
+    def _closing(self) -> None:
         self.release.set()
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes accept()
-        self._listener.close()
-        with self.changed:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-        for thread in self._threads:
-            thread.join(WAIT)
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:
-                return
-            with self.changed:
-                self.accepted += 1
-                self.open += 1
-                self._connections.append(connection)
-                self.changed.notify_all()
-            thread = threading.Thread(target=self._serve, args=(connection,), daemon=True)
-            self._threads.append(thread)
-            thread.start()
 
     def _serve(self, connection: socket.socket) -> None:
         peer = h11.Connection(h11.SERVER)
