@@ -1,6 +1,6 @@
 """The I/O-side code both drivers share, private to this distribution.
 
-``mcp_asyncio`` and ``mcp_sync`` are twins that never import each other (SPEC §2): importing
+``mcp_asyncio`` and ``mcp_sync`` are twins that never import each other: importing
 the anyio driver must not load the blocking one, nor the reverse. What both need and is pure
 (HTTP/1.1 request building and response parsing, the pool's bookkeeping, the start order)
 lives in the core, ``mcp_core._h11wire``. What both need and is not pure lives here, in one

@@ -56,13 +56,14 @@ ProgressCallback = Callable[[float, float | None, str | None], object]
 ``mcp_core.PromptRef`` / ``mcp_core.ResourceRef``."""
 
 # A spawn that fails for one of these will fail again: the executable or the cwd is missing
-# or unusable (SPEC §7).
+# or unusable.
 _MISSING = (FileNotFoundError, PermissionError, NotADirectoryError)
 
 
 class _Handed:
     """Every reservation handed to any client of this process, by identity, while it lives:
-    SPEC §10's "already used (by any client or group in the process, not only this one)".
+    a reservation already used by any client or group in the process, not only by this one,
+    is refused.
 
     One record for both drivers and every ``Client`` and ``ClientGroup``: this module is the
     one both import. Identity, not equality: two equal reservations are two reservations (an
@@ -98,7 +99,7 @@ _HANDED = _Handed()
 
 class Reservations:
     """The reservations callers passed for priced tools, by ticket, until the machine says to
-    settle them (SPEC §10); whether one is fresh is judged across the process (``_Handed``).
+    settle them; whether one is fresh is judged across the process (``_Handed``).
     Not thread-safe itself: the sync client uses it under its lock."""
 
     __slots__ = ("_held",)
@@ -109,7 +110,7 @@ class Reservations:
     def hold(self, ticket: int, reservation: Reservation | None) -> dict[str, Any] | None:
         """Describe ``reservation`` to the machine and keep it until it is settled. One that
         any client of the process was handed before, or that says it is settled, is not
-        fresh: it works once (SPEC §10)."""
+        fresh: it works once."""
         if reservation is None:
             return None
         fresh = _HANDED.first(reservation)
@@ -160,7 +161,7 @@ def report(callback: ProgressCallback, update: ProgressUpdate, log: logging.Logg
 
 
 def require_http_stack(spec: Spec) -> None:
-    """SPEC §4: a ``url`` spec this Python has no HTTP stack for raises ``NoHttpClient`` from
+    """A ``url`` spec this Python has no HTTP stack for raises ``NoHttpClient`` from
     the constructor, before anything starts. The stack is ours (h11 and the socket module,
     both imported with the driver), so the one part that can be missing is ``ssl``, which a
     Python built without OpenSSL lacks: an ``https://`` URL needs it; ``http://`` does not

@@ -1,5 +1,5 @@
 """The browser step of an OAuth login, blocking: open the authorization URL, then receive the
-authorization server's redirect on a one-shot listener (SPEC §11).
+authorization server's redirect on a one-shot listener.
 
 ``RedirectListener`` binds 127.0.0.1 only (RFC 8252 §7.3: a native app's loopback redirect;
 §8.3: "loopback IP literal" rather than ``localhost``, so no resolver or firewall rule can send

@@ -1,4 +1,4 @@
-"""The file token store: OAuth logins kept between runs of ``mcp-client`` (SPEC §11).
+"""The file token store: OAuth logins kept between runs of ``mcp-client``.
 
 One JSON file holds every server's record, keyed by the server's canonical URL (the issuer is
 inside the record)::

@@ -199,12 +199,12 @@ async def headless_authorize(url: str) -> str:
 
 
 class SecretAudit(logging.Handler):
-    """SPEC §11 during the suite's flows: every log record of our packages (DEBUG and up) is
-    kept, and at the end searched, with the client's ``repr`` and ``status()``, for every
-    secret the flow handled: tokens and the client secret (from the token store), codes and
-    states (from the redirects), the context's client secret and private key. A hit prints
-    ``LEAK_MARK`` on stderr, which ``run.py`` fails the scenario for (even one whose client
-    may exit with an error)."""
+    """No secret in a log line, ``repr`` or ``Status`` during the suite's flows: every log
+    record of our packages (DEBUG and up) is kept, and at the end searched, with the client's
+    ``repr`` and ``status()``, for every secret the flow handled: tokens and the client secret
+    (from the token store), codes and states (from the redirects), the context's client secret
+    and private key. A hit prints ``LEAK_MARK`` on stderr, which ``run.py`` fails the scenario
+    for (even one whose client may exit with an error)."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)

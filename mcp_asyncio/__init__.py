@@ -1,4 +1,4 @@
-"""The anyio driver of the MCP client: the same API as ``mcp_sync``, awaited (SPEC §3).
+"""The anyio driver of the MCP client: the same API as ``mcp_sync``, awaited.
 
 Runs on asyncio and on trio. ``async with Client(spec) as client:`` starts the server,
 waits until it is ready, and stops it (no process left behind) when the block ends.

@@ -6,7 +6,7 @@ tasks of the client's task group: one ``ProcessSlot.run`` per spawned process (t
 read by callbacks, see ``_process``). The one timer is re-armed to ``machine.next_deadline()``
 when a feed moves it earlier: on asyncio a handle in the event loop's own timer heap (shared
 by every client on the loop, no task), on trio a timer task. Callers wait on one ``_Waiter``
-per ticket (a bare future on asyncio). There is no protocol decision here (SPEC §2).
+per ticket (a bare future on asyncio). There is no protocol decision here.
 """
 
 from __future__ import annotations
@@ -178,14 +178,14 @@ class Client:
         started. See ``Handler`` and
         ``CompletionCallback`` for the handlers.
 
-        OAuth (SPEC §11; a ``url`` server without an ``Authorization`` header, unless the
-        spec's ``oauth`` says ``enabled: false``): when the server answers 401 the client
-        discovers its authorization server, registers if it must, and gets a token, then
-        sends the request again. ``token_store`` keeps logins (``mcp_core.TokenStore``; by
-        default an ``InMemoryTokenStore`` of this client's own): its record for the server is
-        read here (a store that raises, such as a corrupt token file, raises here) and used
-        without any flow while it lasts. The browser step opens the user's browser and
-        receives the redirect on a one-shot listener on 127.0.0.1 (the spec's
+        OAuth (MCP 2025-11-25 basic/authorization; a ``url`` server without an ``Authorization``
+        header, unless the spec's ``oauth`` says ``enabled: false``): when the server answers
+        401 the client discovers its authorization server, registers if it must, and gets a
+        token, then sends the request again. ``token_store`` keeps logins
+        (``mcp_core.TokenStore``; by default an ``InMemoryTokenStore`` of this client's own):
+        its record for the server is read here (a store that raises, such as a corrupt token
+        file, raises here) and used without any flow while it lasts. The browser step opens the
+        user's browser and receives the redirect on a one-shot listener on 127.0.0.1 (the spec's
         ``oauth.redirect_port``, else any port) for up to 5 minutes, in a worker thread that
         ``stop()`` ends; ``authorize=`` replaces it (see ``AuthorizeCallback``).
         ``interactive=False``: no browser step at all, a flow that needs one fails with
@@ -205,7 +205,8 @@ class Client:
         self._wait = wait
         self._record = record
         self._elicitation_complete = elicitation_complete
-        # Only a feature with a handler is declared to the server (SPEC §9).
+        # Only a feature with a handler is declared to the server (MCP 2025-11-25
+        # basic/lifecycle §Capability Negotiation).
         given = {
             "elicitation/create": elicitation,
             "sampling/createMessage": sampling,
@@ -317,7 +318,7 @@ class Client:
             await stack.aclose()
 
     async def _shutdown(self) -> None:
-        # Shielded: a cancelled caller must not cut the shutdown in half (STYLE 13).
+        # Shielded: a cancelled caller must not cut the shutdown in half.
         with anyio.CancelScope(shield=True):
             self._phase = "stopping"  # new calls are refused from here on
             try:
@@ -407,7 +408,7 @@ class Client:
         must be a plain function (an awaitable it returns is closed, not awaited) and its
         exceptions are logged. A priced tool (the spec's ``prices``) needs ``reservation=`` from
         your ``SpendGate`` (else ``UnmeteredCall``, nothing sent); the client commits it once
-        the request is sent and releases it if the call fails before that (SPEC §10). With
+        the request is sent and releases it if the call fails before that. With
         OpenTelemetry configured, the call is a client span and its trace context goes in
         ``_meta`` (``_mcp_io/otel.py``).
 
@@ -452,9 +453,10 @@ class Client:
         result = cast(CallToolResult, value)
         return result if adapter is None else with_data(result, name, adapter)
 
-    # Beyond tools (SPEC §15). A method whose capability the server did not declare raises
-    # ``NotSupported`` before anything is sent; other failures raise ``McpError`` as
-    # ``call_tool`` does (``RequestTimeout``, ``JsonRpcError``, ``InvalidResponse``, ...).
+    # Beyond tools: resources, prompts, completion, logging, ping. A method whose capability the
+    # server did not declare raises ``NotSupported`` before anything is sent; other failures
+    # raise ``McpError`` as ``call_tool`` does (``RequestTimeout``, ``JsonRpcError``,
+    # ``InvalidResponse``, ...).
 
     async def list_resources(
         self, *, refresh: bool = False, timeout: float | None = None

@@ -1,4 +1,4 @@
-"""Many servers behind one tool list: ``ClientGroup`` (SPEC §3, §12, §15), on anyio.
+"""Many servers behind one tool list: ``ClientGroup``, on anyio.
 
 The same API as ``mcp_sync.ClientGroup``, awaited. Each client lives in a task of the group's
 task group from its ``start()`` to its ``stop()`` (a ``Client`` must be started and stopped by
@@ -65,7 +65,7 @@ class ClientGroup:
     Tool names are ``mcp__<server>__<tool>`` (see ``mcp_core.group.ToolTable``); the key of a
     server in ``specs`` is its name there, in ``status()`` and in ``clients``.
 
-    Beyond tools (SPEC §15), the same choices as ``mcp_sync.ClientGroup``: prompts are named
+    Beyond tools, the same choices as ``mcp_sync.ClientGroup``: prompts are named
     ``mcp__<server>__<prompt>`` by the tools' rules (``PromptTable``), and ``get_prompt`` of a
     name no server lists raises ``UnknownPrompt``; resources and templates are listed per
     server (``dict`` of server name to list; a server that is down, offers no resources or
@@ -237,7 +237,7 @@ class ClientGroup:
         listed. Never does I/O."""
         return self._table.resolve(name)
 
-    # --- beyond tools (SPEC §15) -----------------------------------------------------------
+    # --- beyond tools ----------------------------------------------------------------------
 
     async def list_prompts(
         self, *, refresh: bool = False, timeout: float | None = None

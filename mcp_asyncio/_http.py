@@ -3,8 +3,8 @@ what arrives on them.
 
 ``HttpExecutor`` performs ``StartHttp`` and ``AbortHttp`` and turns what happens to each request
 into ``HttpResponseStarted``, ``HttpBodyReceived``, ``HttpResponseEnded`` or ``HttpFailed``
-events. It holds I/O handles only and decides nothing (SPEC §2); socket, TLS and h11 errors
-become events here and nowhere else (STYLE 12). What goes on the wire, how a read becomes
+events. It holds I/O handles only and decides nothing; socket, TLS and h11 errors
+become events here and nowhere else. What goes on the wire, how a read becomes
 events and the pool's bookkeeping are in the core (``mcp_core._h11wire``), how a failure is
 worded in ``_mcp_io.http``: both shared with the blocking driver, which this one never imports.
 
@@ -12,7 +12,7 @@ No task per request. A request sent on a pooled connection is written at once, f
 ``start()``; what arrives on its connection is turned into events (``_received``), and the
 response's end puts the connection back in the pool and hands the request's slot to the next
 waiting request. Only opening a connection takes a task of its own (``_connect``). Two small
-connection backends sit behind one interface (STYLE 12): on asyncio an ``asyncio.Protocol``
+connection backends sit behind one interface: on asyncio an ``asyncio.Protocol``
 whose callbacks keep what arrived and wake one pump task, which feeds it (the feed always runs
 in a task, where the client may use anything of anyio; a loop callback has no current task);
 on trio anyio's streams, with a reader task per connection and a task per write.

@@ -2,7 +2,7 @@
 
 A ``ProcessSlot`` holds only I/O handles, never protocol state. It turns what happens to the
 process into events through ``feed`` and performs the stdio actions the machine asks for.
-Library exceptions are mapped to events here and nowhere else (STYLE 12).
+Library exceptions are mapped to events here and nowhere else.
 
 What an idle session's process holds (issue 14): on asyncio one task, the one that awaits
 ``run``, and no thread. The pipes are read by callbacks: on asyncio the event loop calls them

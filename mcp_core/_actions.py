@@ -1,7 +1,7 @@
 """Outputs of the ``SessionMachine``: what a driver must do, in order.
 
 Actions are frozen, slotted, keyword-only dataclasses. A driver performs each one and nothing
-else: it makes no protocol decision of its own (SPEC §2). There is no "set timer" action: after
+else: it makes no protocol decision of its own. There is no "set timer" action: after
 handling any event the driver re-arms its single timer to ``machine.next_deadline()``.
 """
 
@@ -55,7 +55,7 @@ class Spawn(Action):
 
     The child's environment is exactly: the variables named in ``inherit`` that are set in the
     driver's own environment, then ``env`` on top. The core decides which names to inherit
-    and never sees their values (SPEC §2, §8). Answer with ``ProcessSpawned`` or
+    and never sees their values. Answer with ``ProcessSpawned`` or
     ``SpawnFailed``; then feed ``StdoutReceived``/``StderrReceived``/``StdoutClosed`` and,
     once the process ended, ``ProcessExited``, each carrying this ``generation`` (unique per
     machine: it tells this process from an earlier one of the same slot).
@@ -104,7 +104,8 @@ class Reply(Action):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProgressUpdate(Action):
-    """A progress notification for the call holding ``ticket`` (SPEC §6)."""
+    """A progress notification for the call holding ``ticket`` (MCP 2025-11-25
+    basic/utilities/progress)."""
 
     ticket: int
     progress: float

@@ -7,7 +7,7 @@ refused with ``Busy``. Each admitted piece of work has a deadline from admission
 heap so that admission and expiry cost O(log n). Hence, after any sequence of events,
 ``in_flight + queued <= cap * connections + queue_limit``.
 
-A priced call holds a reservation until its request goes out (SPEC §10): it is committed
+A priced call holds a reservation until its request goes out: it is committed
 when the work enters a connection's window, released if the work leaves before that. Both
 are a ``SettleReservation`` action, emitted here exactly once per reservation.
 """
@@ -127,7 +127,7 @@ class Admission:
 
     def push_out(self, work: Work, deadline: float) -> None:
         """Move ``work.deadline`` to ``deadline`` if that is later; an earlier one is ignored:
-        a deadline only ever moves out (SPEC §6), so a caller keeps the time it was given."""
+        a deadline only ever moves out, so a caller keeps the time it was given."""
         if deadline > work.deadline:
             work.deadline = deadline
             self.arm(work)

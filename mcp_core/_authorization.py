@@ -1,4 +1,5 @@
-"""The authorization layer: OAuth 2.1 between the session and the HTTP transport (SPEC §11).
+"""The authorization layer: OAuth 2.1 between the session and the HTTP transport (MCP
+2025-11-25 and 2026-07-28 basic/authorization).
 
 It wraps ``HttpTransport`` and offers the session the same calls, so neither the session nor
 the transport knows it is there (the machine builds it when the spec asks for OAuth). What it

@@ -2,7 +2,7 @@
 other request a caller sends (``resources/read``, ``prompts/get``, ``completion/complete``,
 ``logging/setLevel``, ``ping``, or a method this client has no name for).
 
-A call is checked against its price (SPEC §10), admitted (``_admission.py``), sent on a ready
+A call is checked against its price, admitted (``_admission.py``), sent on a ready
 connection, and answered: with its result, a JSON-RPC error, ``InvalidResponse`` for a result
 it cannot read, ``RequestTimeout`` at its deadline (the request is cancelled on the wire),
 or the connection's failure. Progress pushes the deadline out, never past
@@ -369,7 +369,7 @@ class Calls:
         self._admit(work)
 
     def _unmetered(self, tool: str, facts: Mapping[str, Any] | None) -> UnmeteredCall | None:
-        """SPEC §10: a priced tool without a valid reservation is refused before sending."""
+        """A priced tool without a valid reservation is refused before sending."""
         price = self._spec.prices.get(tool)
         if price is None:
             return None

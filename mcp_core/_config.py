@@ -1,4 +1,4 @@
-"""``load_config``: the ``.mcp.json`` files people already have, as specs (SPEC §3, §4).
+"""``load_config``: the ``.mcp.json`` files people already have, as specs.
 
 Claude Code, Claude Desktop and Cursor write ``{"mcpServers": {"<name>": {...}}}``; VS Code
 writes the same entries under ``"servers"``. Each entry becomes one ``Spec`` named by its key.
@@ -104,7 +104,7 @@ def load_config(
     ``call_timeout``, ``era``, ``fail_fast``, ``prices``, ``oauth``, ...) and ``type`` (``"stdio"``,
     ``"http"``, ``"streamable-http"`` or ``"sse"``), which is only checked against
     ``command``/``url``. The entry's key is the spec's name (an inner ``"name"`` must match
-    it) and must keep a letter or digit for namespaced tool names (SPEC §12). ``cwd`` and a
+    it) and must keep a letter or digit for namespaced tool names. ``cwd`` and a
     relative ``command`` are used as written, relative to the driver's working directory.
 
     Keys other clients write (``autoApprove``, ``alwaysAllow``, ``timeout``, ``description``,

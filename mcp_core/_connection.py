@@ -38,7 +38,7 @@ class Work:
     name: str = ""
     arguments: Mapping[str, Any] | None = None
     progress: bool = False
-    reserved: bool = False  # holds a reservation not yet settled (SPEC §10)
+    reserved: bool = False  # holds a reservation not yet settled
     meta: Mapping[str, Any] | None = None  # the caller's own _meta entries (trace context)
     # 2026-07-28 multi round-trip requests: what the next round sends back. The containers
     # here and below are made when first needed: one Work is built per call.

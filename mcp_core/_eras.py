@@ -1,4 +1,5 @@
-"""Protocol versions, the legacy handshake and the modern per-request metadata (SPEC §5).
+"""Protocol versions, the legacy handshake and the modern per-request metadata (MCP
+2025-11-25 basic/lifecycle, 2026-07-28 basic/versioning).
 
 Legacy versions (2024-11-05 .. 2025-11-25) open with ``initialize`` then
 ``notifications/initialized``. The modern version 2026-07-28 has no handshake: "every client
@@ -102,7 +103,7 @@ def discover_params(capabilities: Mapping[str, Any]) -> dict[str, Any]:
 
 def parse_initialize_result(result: Mapping[str, Any]) -> Handshake:
     """Raises ``UnsupportedVersion`` for a version we do not speak: the 2025-11-25 schema says
-    the client "MUST disconnect" then, and never accepting silently is SPEC §5."""
+    the client "MUST disconnect" then: a version we do not speak is never accepted silently."""
     version = result.get("protocolVersion")
     if not isinstance(version, str):
         raise InvalidResponse("initialize", "protocolVersion is missing or not a string")

@@ -1,4 +1,4 @@
-"""The error classes every caller can see (SPEC §14).
+"""The error classes every caller can see.
 
 Each error says what happened in plain words and what to do about it. None carries a secret:
 messages are built from redacted specs, exit codes, short excerpts and status numbers only.
@@ -238,7 +238,7 @@ class UrlElicitationRequired(JsonRpcError):
 
 
 class AuthorizationRequired(McpError):
-    """The server needs an OAuth login before it answers (SPEC §11): no usable token is stored
+    """The server needs an OAuth login before it answers: no usable token is stored
     and none can be obtained without the user. ``server`` names the server as configured;
     ``reason`` says in plain words why a login is needed (never a token or a code)."""
 
@@ -252,7 +252,7 @@ class AuthorizationRequired(McpError):
 
 
 class AuthorizationFailed(McpError):
-    """The authorization server or the flow refused (SPEC §11): a metadata document that does
+    """The authorization server or the flow refused: a metadata document that does
     not match, an authorization response whose ``state`` or ``iss`` is wrong, a token endpoint
     error. ``error_code`` keeps the OAuth ``error`` code (RFC 6749 §5.2, e.g. ``invalid_grant``)
     when the server sent one, else ``None``. The message never holds a token, code, verifier,

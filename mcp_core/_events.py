@@ -1,7 +1,7 @@
 """Inputs to the ``SessionMachine``.
 
 Every event is a frozen, slotted, keyword-only dataclass and carries ``now``: the driver's
-monotonic clock in seconds. The machine never reads a clock of its own (SPEC §2).
+monotonic clock in seconds. The machine never reads a clock of its own.
 
 Caller events carry a ``ticket``: an integer the driver picks, unique per client, that the
 machine echoes in the ``Reply`` (and ``ProgressUpdate``) actions meant for that caller.
@@ -213,7 +213,7 @@ class CallTool(Event):
     arguments: Mapping[str, Any] | None = None
     timeout: float | None = None
     progress: bool = False
-    # For a priced tool: ``mcp_core.driver.reservation_facts(reservation, fresh=...)`` (SPEC §10).
+    # For a priced tool: ``mcp_core.driver.reservation_facts(reservation, fresh=...)``.
     reservation: Mapping[str, Any] | None = None
     # Entries the driver adds to the request's ``params._meta`` on every round (W3C trace
     # context: ``traceparent``, ``tracestate``). The protocol's own keys (``progressToken``,
@@ -257,7 +257,7 @@ class ProcessSpawned(Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpawnFailed(Event):
     """``Spawn(slot)`` failed. ``missing`` is true when the executable does not exist or is
-    not executable: a permanent failure that is never retried (SPEC §7)."""
+    not executable: a permanent failure that is never retried."""
 
     slot: int
     generation: int
@@ -315,7 +315,7 @@ class WriteFailed(Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TimerFired(Event):
     """The driver's single timer went off. Feed it when ``now >= machine.next_deadline()``;
-    a timer that fires late or for nothing is a no-op (STYLE 5)."""
+    a timer that fires late or for nothing is a no-op."""
 
 
 # --- transport events (HTTP) ---------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Newline-delimited JSON framing for the stdio transport (SPEC §8).
+"""Newline-delimited JSON framing for the stdio transport.
 
 MCP 2025-11-25 basic/transports §stdio: "Messages are delimited by newlines, and MUST NOT
 contain embedded newlines." and (2025-03-26+) "JSON-RPC messages MUST be UTF-8 encoded".

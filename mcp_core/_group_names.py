@@ -1,4 +1,4 @@
-"""Tool and prompt names across a group of servers (SPEC §12): one namespaced name per tool or
+"""Tool and prompt names across a group of servers: one namespaced name per tool or
 prompt, stable across restarts, collision-free, and the way back from a name to
 ``(server, original name)``.
 

@@ -1,4 +1,4 @@
-"""Reading a group's specs (SPEC §3 ``ClientGroup``): which servers get a client, with which
+"""Reading a group's specs (for ``ClientGroup``): which servers get a client, with which
 spec and options, and why the others do not. Pure: no I/O, no client is built here.
 
 Both drivers' ``ClientGroup`` start from ``plan_group`` and build their own ``Client`` for each

@@ -7,7 +7,7 @@ Pure, like the rest of the core: h11 is sans-IO, and nothing here touches a sock
 a thread. The executors (``mcp_asyncio._http`` on anyio, ``mcp_sync._http`` on threads) move
 the bytes; the socket side both of them need (is a pooled socket still usable, how an OS error
 is worded, the TLS context) is in ``_mcp_io.http``. Everything here is shared, so the two
-executors stay twins (STYLE 13).
+executors stay twins.
 
 Wording. The exceptions raised here carry messages written here and never quote a URL or a
 header value (they may hold a secret).

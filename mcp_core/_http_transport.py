@@ -619,7 +619,7 @@ class HttpTransport:
         if status in (401, 403):
             del requests[request_id]
             if handshake:
-                # SPEC §7: credentials were resolved once; retrying presents them again.
+                # Permanent: credentials were resolved once; retrying presents them again.
                 failed = ConnectFailed(
                     f"the server answered HTTP {status} (check the credentials in headers)",
                     permanent=True,
@@ -667,7 +667,7 @@ class HttpTransport:
         "On 404 for a request that carried a session id, the client MUST start a new session
         with a fresh InitializeRequest" (2025-03-26+ transports §Session Management). Every
         request still in flight on the old session is answered ``SessionRejected`` at once,
-        like the one the 404 answered (SPEC §7), and none is sent again on the new session:
+        like the one the 404 answered, and none is sent again on the new session:
         the old session may or may not have run it (a ``tools/call`` is not idempotent), a
         page's cursor belongs to the session that gave it, and one rule for every request in
         flight lets a caller decide what to retry. Their streams are closed and nothing of

@@ -1,4 +1,4 @@
-"""Deterministic jitter for reconnect backoff (SPEC §7, STYLE 4).
+"""Deterministic jitter for reconnect backoff.
 
 The core has no randomness: jitter comes from ``Spec.jitter_seed`` through splitmix64, a
 64-bit generator small enough to read (Steele, Lea, Flood, "Fast splittable pseudorandom number

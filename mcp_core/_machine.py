@@ -7,7 +7,7 @@ A ``SessionMachine`` is fed events (``_events.py``) and answers each with a list
 (``_actions.py``). It owns no socket, thread, clock or random source: time arrives as ``now``
 on every event, and the one timer a driver keeps is re-armed to ``next_deadline()`` after every
 event. Feeding the same events with the same ``now`` values always yields the same actions,
-which is what makes recorded sessions replayable (SPEC §13).
+which is what makes recorded sessions replayable.
 
 Layers. The machine is small machines stacked the way aioquic splits a connection; each file
 holds one and reads top to bottom:
@@ -35,14 +35,14 @@ token lets it send the request again; ``_http_transport.py`` says where.
 
 Connections ("slots"). A spec with ``concurrency='pooled'`` runs ``pool_size`` connections,
 each with an in-flight cap of one; every other policy runs one, with a cap of one
-(``serialized``) or ``pool_size`` (``stateless``) (SPEC §6). A connection goes
+(``serialized``) or ``pool_size`` (``stateless``). A connection goes
 ``IDLE -> SPAWNING -> OPEN -> PROBING -> INITIALIZING -> READY`` (HTTP: no SPAWNING, and a
 ``CONFIRMING`` step), see ``docs/states.md``. ``PROBING`` sends ``server/discover`` (era='auto'
 only, verdict not cached); ``INITIALIZING`` sends the legacy ``initialize``; the modern era
 needs neither. Any failure (exit, spawn error, handshake error or timeout, broken pipe)
 answers the work it affects, stops the transport (``STOPPING``) and, once it is gone
 (``IDLE``), arms the retry timer with doubling, jittered backoff that resets only when a
-connection reaches ``READY`` (SPEC §7). Permanent failures (missing executable, unsupported
+connection reaches ``READY``. Permanent failures (missing executable, unsupported
 protocol version, refused credentials) arm nothing.
 
 Caller work. ``CallTool`` and ``ListTools`` are "work" identified by the caller's ticket. Work
@@ -164,7 +164,7 @@ class SessionMachine:
 
     ``era_cache`` maps a server key (the command line) to the era verdict ('legacy' or
     'modern') of an earlier probe; pass the same mapping to every machine of a process so a
-    server is probed once (SPEC §5). The machine reads its key once, when it is built (the
+    server is probed once. The machine reads its key once, when it is built (the
     verdict it starts from is ``known_era``, which a recording keeps so that a replay starts
     from the same one), and writes the verdicts it learns.
     """
@@ -219,7 +219,7 @@ class SessionMachine:
             raise ValueError("oauth= is for url servers without an Authorization header")
         pooled = spec.concurrency == "pooled"
         self._connections = [Connection(index=i) for i in range(spec.pool_size if pooled else 1)]
-        # stdio's window never depends on the era (SPEC §6): one number, not a lookup per call.
+        # stdio's window never depends on the era: one number, not a lookup per call.
         stdio_cap = spec.pool_size if spec.default_concurrency(None) == "stateless" else 1
         self._admission = Admission(
             self._connections,
@@ -380,7 +380,7 @@ class SessionMachine:
 
     @property
     def state(self) -> str:
-        """'starting' | 'initializing' | 'ready' | 'closed' (SPEC §3)."""
+        """'starting' | 'initializing' | 'ready' | 'closed'."""
         if self._phase is not SessionPhase.RUNNING:
             return "closed"
         phases = {connection.phase for connection in self._connections}
@@ -395,7 +395,7 @@ class SessionMachine:
     @property
     def concurrency(self) -> str:
         """The in-flight policy in force: the spec's, else the transport's and era's default
-        (SPEC §6: stdio and modern HTTP stateless, legacy HTTP serialized)."""
+        (stdio and modern HTTP stateless, legacy HTTP serialized)."""
         if isinstance(self._transport, StdioTransport):  # the era changes nothing on stdio
             return self.spec.default_concurrency(None)
         ready = next((c.handshake for c in self._connections if c.handshake is not None), None)
@@ -462,7 +462,7 @@ class SessionMachine:
         elif self._permanent is not None:
             self._reply(event.ticket, error=self._permanent)
         elif fail_fast and self._connect_error and self.state == "closed":
-            # SPEC §7 fail_fast: a caller arriving while closed after a failure is answered
+            # fail_fast: a caller arriving while closed after a failure is answered
             # at once; without fail_fast, await_ready waits through the retries.
             self._reply(event.ticket, error=self._connect_error)
         elif self._phase is not SessionPhase.RUNNING or event.timeout == 0:
@@ -699,7 +699,7 @@ class SessionMachine:
                 self._permanent = connect_error
                 self._answer_waiters(connect_error)
             else:
-                # SPEC §7 fail_fast: each failed attempt answers the await_ready callers that
+                # fail_fast: each failed attempt answers the await_ready callers that
                 # wait fail-fast; the others wait through the retries.
                 self._answer_waiters(connect_error, fail_fast_only=True)
         connection.failure, connection.failure_permanent = error, permanent
@@ -746,7 +746,7 @@ class SessionMachine:
         """The connection is open: answer the callers waiting for that, send queued work."""
         connection.move(Step.READY)
         connection.handshake = handshake
-        connection.attempt = 0  # SPEC §7: the backoff resets only when a session is ready
+        connection.attempt = 0  # the backoff resets only when a session is ready
         connection.connect_deadline = connection.probe_deadline = None
         self._connect_error = None
         self._calls.connection_ready(connection)

@@ -1,7 +1,7 @@
-"""What callers get back: tools, tool results, content blocks and ``Status`` (SPEC §3).
+"""What callers get back: tools, tool results, content blocks and ``Status``.
 
 Parsing is hand-written and tolerant, for every protocol version from 2024-11-05 to
-2026-07-28 (research/mcp-spec.md §6): fields a later version added are optional, fields this
+2026-07-28: fields a later version added are optional, fields this
 client does not know (``icons``, ``execution``, ``size``, ...) are ignored, and a content block
 of an unknown ``type`` is kept as ``UnknownContent`` rather than failing the whole result. A
 required field that is missing or of the wrong type raises ``ValueError`` naming it; the
@@ -321,7 +321,7 @@ class CallToolResult:
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
-# --- resources, prompts, completion (SPEC §15) ---------------------------------------------------
+# --- resources, prompts, completion --------------------------------------------------------------
 
 
 def _opt_int(wire: Mapping[str, Any], key: str, what: str) -> int | None:
@@ -621,11 +621,11 @@ class Completion:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Status:
-    """A snapshot of one client (SPEC §3).
+    """A snapshot of one client.
 
     ``state`` is ``'starting'``, ``'initializing'``, ``'ready'`` or ``'closed'``; ``transport``
     ``'stdio'``, ``'http'`` or ``'sse'``; ``era`` ``'legacy'``, ``'modern'`` or None (not
-    known yet); ``concurrency`` the policy in force (SPEC §6). ``in_flight`` and ``queued``
+    known yet); ``concurrency`` the policy in force. ``in_flight`` and ``queued``
     count caller work only; ``last_error`` is already redacted; ``retry_in`` is seconds until
     the next connect attempt, or None when none is scheduled.
     """

@@ -1,4 +1,4 @@
-"""Namespaced tool names for a group of servers: ``mcp__<server>__<tool>`` (SPEC §12).
+"""Namespaced tool names for a group of servers: ``mcp__<server>__<tool>``.
 
 The ``mcp__server__tool`` shape is the one agents already use (Claude Code), and it lets a
 model call tools of many servers through one flat list. The server part is normalised so it

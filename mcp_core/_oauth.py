@@ -1,6 +1,6 @@
 """OAuth 2.1 for MCP, pure building blocks: PKCE and state from the driver's random bytes,
 scope selection, client identity, the requests to the authorization server and checks of its
-answers (SPEC §11). Discovery and the metadata documents are in ``_oauth_metadata``, client
+answers. Discovery and the metadata documents are in ``_oauth_metadata``, client
 identity and token endpoint authentication in ``_oauth_clients``; this module re-exports
 both, so the authorization layer imports everything from here.
 
@@ -20,7 +20,7 @@ How a layer composes them for the authorization code flow (MCP 2025-11-25
 Secrets never reach an exception message or a ``repr``: the dataclasses that hold one
 (``ClientAuth``, ``PendingAuthorization``, ``RegisteredClient``, ``TokenResponse``,
 ``OAuthRequest``) show it as ``[redacted]``, and every error names what was wrong, not the
-value. Randomness comes in as bytes: there is no ``os.urandom`` here (STYLE.md §4).
+value. Randomness comes in as bytes: there is no ``os.urandom`` here.
 """
 
 from __future__ import annotations

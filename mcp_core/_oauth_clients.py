@@ -1,6 +1,6 @@
 """OAuth client identity, pure: which way a client gets its ``client_id`` (pre-registered,
 Client ID Metadata Document, RFC 7591 dynamic registration), how it authenticates at the token
-endpoint, and the shared reading of an authorization server's JSON answers (SPEC §11).
+endpoint, and the shared reading of an authorization server's JSON answers.
 
 MCP 2025-11-25 ``basic/authorization`` "Client Registration Approaches" and 2026-07-28
 ``basic/authorization/client-registration`` are the rules; ``_oauth`` re-exports everything
@@ -268,8 +268,9 @@ def choose_token_endpoint_auth_method(
     has_private_key: bool = False,
     registered: str | None = None,
 ) -> AuthMethod:
-    """How to authenticate at the token endpoint (SPEC §11: "the token endpoint auth method
-    the server names"; suite ``auth/token-endpoint-auth-basic``, ``-post``, ``-none``).
+    """How to authenticate at the token endpoint: the method the server names (RFC 8414 §2
+    ``token_endpoint_auth_methods_supported``; suite ``auth/token-endpoint-auth-basic``,
+    ``-post``, ``-none``).
 
     ``registered`` (the method a registration answer or the pre-registration recorded) wins
     when this client can perform it. Otherwise the first of ``AUTH_METHODS`` the client can do

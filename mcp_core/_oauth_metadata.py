@@ -1,5 +1,5 @@
 """OAuth discovery, pure: the ``WWW-Authenticate`` challenge, the well-known URLs to try, and
-the two metadata documents (SPEC §11).
+the two metadata documents.
 
 The flow these pieces serve (MCP 2025-11-25 ``basic/authorization`` "Authorization Server
 Discovery"; 2026-07-28 ``basic/authorization/authorization-server-discovery``):

@@ -1,4 +1,4 @@
-"""Opening a connection: the handshake its era needs (SPEC §5).
+"""Opening a connection: the handshake its era needs.
 
 Once a transport is up, a connection is opened one of three ways:
 
@@ -80,7 +80,7 @@ class Opening:
         self._capabilities = capabilities
         self._session = session
         self._era_cache: MutableMapping[str, str] = {} if era_cache is None else era_cache
-        # SPEC §5: the verdict is cached per server: its command line, or its origin + path.
+        # The verdict is cached per server: its command line, or its origin + path.
         self._era_key = json.dumps(
             ["http", (spec.url or "").split("?")[0].split("#")[0]]
             if not isinstance(transport, StdioTransport)
@@ -144,7 +144,7 @@ class Opening:
 
     def _learn(self, era: str) -> None:
         self._known_era = era
-        if self._spec.era == "auto":  # SPEC §5 caches what a probe found, not what was pinned
+        if self._spec.era == "auto":  # cache what a probe found, not what was pinned
             self._era_cache[self._era_key] = era
 
     def _discover_answered(self, connection: Connection, response: rpc.Response) -> None:

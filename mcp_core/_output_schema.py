@@ -1,4 +1,4 @@
-"""Checking a tool's ``structuredContent`` against its ``outputSchema`` (SPEC §9, §15).
+"""Checking a tool's ``structuredContent`` against its ``outputSchema``.
 
 2025-06-18 server/tools §Output Schema: "Clients SHOULD validate structured results against
 this schema." 2025-11-25 basic/index §JSON Schema Usage: schemas without ``$schema`` are JSON

@@ -14,8 +14,8 @@ Three tables:
   the three process events that move it and by the named ``Step`` values the layers take
   (``Step.PROBE`` is "server/discover was sent", and so on). Events that move no connection
   (stdout and stderr bytes, write failures, HTTP bodies, caller requests) are not in it.
-- ``STOP_TABLE``: the shutdown of one server process (SPEC §8): close stdin, SIGTERM, SIGKILL,
-  each after ``shutdown_grace`` seconds, then give up.
+- ``STOP_TABLE``: the shutdown of one server process (MCP 2025-11-25 basic/lifecycle §Shutdown):
+  close stdin, SIGTERM, SIGKILL, each after ``shutdown_grace`` seconds, then give up.
 
 A pair missing from a table raises ``UnexpectedEvent`` naming the phase and the event: from
 ``handle()`` when a driver feeds an event the machine did not ask for (``ProcessSpawned`` for
@@ -132,7 +132,8 @@ class Step(enum.Enum):
 
 
 class StopStage(enum.Enum):
-    """How far the shutdown of one server process has gone (SPEC §8)."""
+    """How far the shutdown of one server process has gone (MCP 2025-11-25
+    basic/lifecycle §Shutdown: close stdin, then SIGTERM, then SIGKILL)."""
 
     __hash__ = object.__hash__  # see _IDENTITY_HASH
 
@@ -214,7 +215,7 @@ CONNECTION_TABLE: Mapping[tuple[Phase, type[Event] | Step], Phase] = {
     (Phase.IDLE, Step.OPEN): Phase.OPEN,
     (Phase.SPAWNING, ProcessSpawned): Phase.OPEN,
     (Phase.SPAWNING, SpawnFailed): Phase.IDLE,
-    # The handshake the era needs (SPEC §5): a probe, initialize, or none at all.
+    # The handshake the era needs: a probe, initialize, or none at all.
     (Phase.OPEN, Step.PROBE): Phase.PROBING,
     (Phase.OPEN, Step.INITIALIZE): Phase.INITIALIZING,
     (Phase.OPEN, Step.READY): Phase.READY,  # 2026-07-28: no handshake

@@ -1,4 +1,4 @@
-"""Record a session's events as JSON lines and replay them through the machine (SPEC §13).
+"""Record a session's events as JSON lines and replay them through the machine.
 
 Format (version 2), one JSON object per line, every line ending in ``\\n``:
 
@@ -189,7 +189,7 @@ def decode_event(data: Mapping[str, object]) -> Event:
 
 
 def _redact_field(name: str, value: object, secret: bool = False) -> object:
-    # Values an action copies out of the spec (SPEC §4: no secret reaches a replay file).
+    # Values an action copies out of the spec (no secret reaches a replay file).
     if name == "argv" and isinstance(value, (list, tuple)) and value:
         return [_to_json(value[0]), *([REDACTED] * (len(value) - 1))]
     if name in ("env", "headers") and isinstance(value, Mapping):

@@ -1,14 +1,14 @@
-"""``Spec``: what one server is and how to talk to it (SPEC §4).
+"""``Spec``: what one server is and how to talk to it.
 
 A spec is validated once, when it is built, and is immutable afterwards: a refused spec raises
 ``InvalidSpec`` and nothing is started. Every message that shows a spec shows it *redacted*:
 header values, env values, every arg, URL userinfo, query and fragment become ``[redacted]``
-(SPEC §4: "No secret reaches an exception, ``repr``, ``Status``, a log line or a replay file").
+(no secret reaches an exception, a ``repr``, a ``Status``, a log line or a replay file).
 Names (header names, env names, field names) and the command, scheme, host and path are kept,
 because they are what a user needs to find the mistake.
 
 The redacted form is also *replayable*: ``Spec.from_mapping(spec.redacted())`` builds a spec
-again (args keep their count, URLs still parse), which is what the replay format stores (§13).
+again (args keep their count, URLs still parse), which is what the replay format stores.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ __all__ = [
 Concurrency = Literal["stateless", "pooled", "serialized"]
 Era = Literal["auto", "legacy", "modern"]
 OAuthGrant = Literal["authorization_code", "client_credentials"]
-# What a spec's ``oauth`` mapping may hold (SPEC §11: what ``.mcp.json`` can say about a
+# What a spec's ``oauth`` mapping may hold (what ``.mcp.json`` can say about a
 # server's OAuth client), in the order messages list them.
 OAUTH_KEYS = (
     "enabled",
@@ -100,7 +100,7 @@ def _empty() -> Mapping[str, Any]:
 class Spec:
     """One MCP server: either a ``command`` to spawn (stdio) or a ``url`` (HTTP).
 
-    ``oauth`` (HTTP only) configures the OAuth client (SPEC §11): ``client_id`` and
+    ``oauth`` (HTTP only) configures the OAuth client: ``client_id`` and
     ``client_secret`` of a pre-registered client, ``scope`` to ask for instead of the one the
     server suggests, ``grant`` (``authorization_code``, a person in a browser, or
     ``client_credentials``, a machine), ``redirect_port`` of the loopback redirect listener
@@ -328,7 +328,7 @@ class Spec:
         return "stdio" if self.command is not None else "http"
 
     def default_concurrency(self, era: str | None) -> Concurrency:
-        """The in-flight policy to use once the era is known (SPEC §6).
+        """The in-flight policy to use once the era is known.
 
         An explicit ``concurrency`` wins. Otherwise stdio and modern HTTP are ``'stateless'``
         and legacy HTTP is ``'serialized'``. ``era`` is the era the session negotiated; when it
@@ -671,7 +671,7 @@ def _has_authorization(headers: Mapping[str, str]) -> bool:
 
 
 def _check_oauth(value: object, http: bool, headers: Mapping[str, str]) -> Mapping[str, Any]:
-    """The ``oauth`` mapping, checked (SPEC §11); the secret is never quoted."""
+    """The ``oauth`` mapping, checked; the secret is never quoted."""
     if not isinstance(value, Mapping):
         raise _Problem(f"'oauth' must be a mapping, got {_kind(value)}")
     for key in value:

@@ -1,4 +1,4 @@
-"""Priced tools: the spend-gate protocol and an in-memory reference gate (SPEC §10).
+"""Priced tools: the spend-gate protocol and an in-memory reference gate.
 
 A spec's ``prices`` names tools that cost money. Calling one needs a ``Reservation`` from the
 application's ``SpendGate``: the machine refuses the call with ``UnmeteredCall`` (and sends

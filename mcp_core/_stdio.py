@@ -1,4 +1,4 @@
-"""Pure pieces of the stdio transport: the inherited environment and the stderr ring (SPEC §8).
+"""Pure pieces of the stdio transport: the inherited environment and the stderr ring.
 
 The child's environment is *not* the parent's: an agent's environment holds API keys for
 every service it talks to, and a tool server should see only what it needs. Like the official

@@ -1,4 +1,5 @@
-"""The stdio transport layer: one server process per connection (SPEC §8).
+"""The stdio transport layer: one server process per connection
+(MCP 2025-11-25 basic/transports §stdio).
 
 It turns a connection into a process and back: ``open`` asks the driver for a ``Spawn``
 (with a fresh generation), messages go out as ``WriteStdin`` lines, the process's stdout is

@@ -1,4 +1,4 @@
-"""What an OAuth login leaves behind, and where it is kept (SPEC §11).
+"""What an OAuth login leaves behind, and where it is kept.
 
 ``StoredAuthorization`` is one server's record: the client identity the authorization server
 issued or accepted (bound to that server's ``issuer``: a changed issuer means registering

@@ -1,5 +1,5 @@
 """The blocking driver of the MCP client: the same API as ``mcp_asyncio``, without an event
-loop: threads and pipes (SPEC §3).
+loop: threads and pipes.
 
 ``with Client(spec) as client:`` starts the server, waits until it is ready, and stops it (no
 process left behind) when the block ends. A client may be used from many threads at once.

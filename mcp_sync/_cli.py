@@ -1,4 +1,4 @@
-"""``mcp-client``: try MCP servers from the shell before wiring them into an agent (SPEC §3).
+"""``mcp-client``: try MCP servers from the shell before wiring them into an agent.
 
     mcp-client tools  [SOURCE] [--json]                      the namespaced tool list
     mcp-client call   NAME [ARGUMENTS] [SOURCE] [--timeout S] [--json]
@@ -22,7 +22,7 @@ Resources are not: a URI means something to its own server only, so ``read`` nam
 MIME type, and ``--out FILE`` writes its bytes (a text one's as UTF-8). ``prompt`` prints each
 message as ``role: text``.
 
-Logins (SPEC §11): ``login`` runs the OAuth flow for one HTTP server (the browser step opens
+Logins (OAuth): ``login`` runs the OAuth flow for one HTTP server (the browser step opens
 the authorization URL, which is also printed on stderr, and waits for the redirect on a
 one-shot listener on 127.0.0.1) and keeps the tokens in the token file, ``FileTokenStore()``'s
 default path or the global ``--token-file PATH`` (before the command name); ``logout``
@@ -847,7 +847,7 @@ def _block_text(block: object) -> str:
     return f"[{block.type} content]"
 
 
-# --- beyond tools: resources and prompts (SPEC §15) --------------------------------------------
+# --- beyond tools: resources and prompts -------------------------------------------------------
 
 _timeout_option = click.option(
     "--timeout",

@@ -103,7 +103,7 @@ __all__ = ["Client"]
 
 _log = logging.getLogger(__name__)
 
-# Protocol eras learned per server, shared by every client of this driver (SPEC §5).
+# Protocol eras learned per server, shared by every client of this driver.
 _ERA_CACHE: dict[str, str] = {}
 # Callers wait in slices so that KeyboardInterrupt reaches the main thread promptly everywhere.
 _WAIT_SLICE = 0.1
@@ -150,17 +150,17 @@ class Client:
         started. See ``Handler`` and
         ``CompletionCallback`` for the handlers.
 
-        OAuth (SPEC §11; a ``url`` server without an ``Authorization`` header, unless the
-        spec's ``oauth`` says ``enabled: false``): when the server answers 401 the client
-        discovers its authorization server, registers if it must, and gets a token, then
-        sends the request again. ``token_store`` keeps logins (``mcp_core.TokenStore``; by
-        default an ``InMemoryTokenStore`` of this client's own): its record for the server is
-        read here (a store that raises, such as a corrupt token file, raises here) and used
-        without any flow while it lasts. The browser step opens the user's browser and
-        receives the redirect on a one-shot listener on 127.0.0.1 (the spec's
-        ``oauth.redirect_port``, else any port) for up to 5 minutes; ``authorize=`` replaces
-        it (see ``AuthorizeCallback``). ``interactive=False``: no browser step at all, a flow
-        that needs one fails with ``AuthorizationRequired``. Leave room for the user in
+        OAuth (MCP 2025-11-25 basic/authorization; a ``url`` server without an ``Authorization``
+        header, unless the spec's ``oauth`` says ``enabled: false``): when the server answers
+        401 the client discovers its authorization server, registers if it must, and gets a
+        token, then sends the request again. ``token_store`` keeps logins
+        (``mcp_core.TokenStore``; by default an ``InMemoryTokenStore`` of this client's own):
+        its record for the server is read here (a store that raises, such as a corrupt token
+        file, raises here) and used without any flow while it lasts. The browser step opens the
+        user's browser and receives the redirect on a one-shot listener on 127.0.0.1 (the spec's
+        ``oauth.redirect_port``, else any port) for up to 5 minutes; ``authorize=`` replaces it
+        (see ``AuthorizeCallback``). ``interactive=False``: no browser step at all, a flow that
+        needs one fails with ``AuthorizationRequired``. Leave room for the user in
         ``init_timeout``: ``with Client(...)`` waits that long for readiness.
 
         The network (README "Networks: private CAs, client certificates, proxies"): the
@@ -176,7 +176,8 @@ class Client:
         self._wait = wait
         self._record_path = record
         self._elicitation_complete = elicitation_complete
-        # Only a feature with a handler is declared to the server (SPEC §9).
+        # Only a feature with a handler is declared to the server (MCP 2025-11-25
+        # basic/lifecycle §Capability Negotiation).
         given = {
             "elicitation/create": elicitation,
             "sampling/createMessage": sampling,
@@ -345,7 +346,7 @@ class Client:
         it quick); its exceptions are logged. A priced tool (the spec's ``prices``) needs
         ``reservation=`` from your ``SpendGate`` (else ``UnmeteredCall``, nothing sent); the
         client commits it once the request is sent and
-        releases it if the call fails before that (SPEC §10). With OpenTelemetry configured,
+        releases it if the call fails before that. With OpenTelemetry configured,
         the call is a client span and its trace context goes in ``_meta`` (``_mcp_io/otel.py``).
 
         ``timeout`` (default: the spec's ``call_timeout``) counts from admission; each progress
@@ -388,9 +389,10 @@ class Client:
             end_call_span(span, value)
         return value if adapter is None else with_data(value, name, adapter)
 
-    # Beyond tools (SPEC §15). A method whose capability the server did not declare raises
-    # ``NotSupported`` before anything is sent; other failures raise ``McpError`` as
-    # ``call_tool`` does (``RequestTimeout``, ``JsonRpcError``, ``InvalidResponse``, ...).
+    # Beyond tools: resources, prompts, completion, logging, ping. A method whose capability the
+    # server did not declare raises ``NotSupported`` before anything is sent; other failures
+    # raise ``McpError`` as ``call_tool`` does (``RequestTimeout``, ``JsonRpcError``,
+    # ``InvalidResponse``, ...).
 
     def list_resources(
         self, *, refresh: bool = False, timeout: float | None = None

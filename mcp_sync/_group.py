@@ -1,4 +1,4 @@
-"""Many servers behind one tool list: ``ClientGroup`` (SPEC §3, §12, §15), blocking.
+"""Many servers behind one tool list: ``ClientGroup``, blocking.
 
 The group starts one ``Client`` per server, waits for all of them against one deadline, shows
 every ready server's tools under namespaced names ``mcp__<server>__<tool>`` and routes each call
@@ -74,7 +74,7 @@ class ClientGroup:
     Tool names are ``mcp__<server>__<tool>`` (see ``ToolTable``); the key of a server in
     ``specs`` is its name there, in ``status()`` and in ``clients``.
 
-    Beyond tools (SPEC §15):
+    Beyond tools:
 
     - Prompts are named exactly like tools, ``mcp__<server>__<prompt>`` (``PromptTable``: the
       same server parts, shortening and duplicate rule, in a table of their own, so a tool
@@ -225,7 +225,7 @@ class ClientGroup:
         with self._lock:
             return self._table.resolve(name)
 
-    # --- beyond tools (SPEC §15) -----------------------------------------------------------
+    # --- beyond tools ----------------------------------------------------------------------
 
     def list_prompts(self, *, refresh: bool = False, timeout: float | None = None) -> list[Prompt]:
         """The prompts of every ready server, named ``mcp__<server>__<prompt>`` by the same

@@ -3,8 +3,8 @@ by the callers' own threads and by worker threads that serve one request after a
 
 ``HttpExecutor`` performs ``StartHttp`` and ``AbortHttp`` and turns what happens to each request
 into ``HttpResponseStarted``, ``HttpBodyReceived``, ``HttpResponseEnded`` or ``HttpFailed``
-events. It holds I/O handles only and decides nothing (SPEC §2); socket, TLS and h11 errors
-become events here and nowhere else (STYLE 12). What goes on the wire, how a read becomes
+events. It holds I/O handles only and decides nothing; socket, TLS and h11 errors
+become events here and nowhere else. What goes on the wire, how a read becomes
 events and the pool's bookkeeping are in the core (``mcp_core._h11wire``), the socket side and
 how a failure is worded in ``_mcp_io.http``: both shared with the anyio driver, which this one
 never imports.

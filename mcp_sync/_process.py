@@ -403,7 +403,7 @@ class ProcessSlot:
                 start_new_session=True,
             )
         except OSError as exc:
-            # Missing, not executable or a bad cwd is permanent (SPEC §7).
+            # Missing, not executable or a bad cwd is permanent.
             reason, missing = spawn_failure(exc)
             self._feed(
                 SpawnFailed(
