@@ -1,4 +1,4 @@
-"""`mcp-client login`/`logout` and the stored logins of `tools`/`call`/`status` (SPEC §11), run
+"""`mcp-client login`/`logout` and the stored logins of `tools`/`call`/`status`, run
 as a user runs them: the command as a subprocess, against tests/servers/http_oauth_server.py
 (in this process, on 127.0.0.1) and a token file in tmp_path.
 

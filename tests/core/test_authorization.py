@@ -1,5 +1,5 @@
 """The authorization layer (OAuth 2.1) of the SessionMachine: a scripted authorization server
-answers the layer's own requests, with a fake clock and no socket (SPEC §11)."""
+answers the layer's own requests, with a fake clock and no socket."""
 
 from __future__ import annotations
 
@@ -669,8 +669,9 @@ def test_a_refused_step_up_fails_that_request_only_and_the_token_serves_the_rest
 
 
 def test_the_token_goes_to_the_resource_only() -> None:
-    # SPEC §11 (security): the metadata, registration and token requests never carry the
-    # bearer token, and every request to the MCP server does once there is one.
+    # The metadata, registration and token requests never carry the bearer token, and every
+    # request to the MCP server does once there is one (MCP 2025-11-25 basic/authorization
+    # "Access Token Usage").
     h = AuthHarness()
     h.login()
     h.call("echo")

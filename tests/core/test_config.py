@@ -1,4 +1,4 @@
-"""load_config: .mcp.json files, bad entries, ${VAR} expansion, file safety (SPEC §3, §4)."""
+"""load_config: .mcp.json files, bad entries, ${VAR} expansion, file safety."""
 
 from __future__ import annotations
 

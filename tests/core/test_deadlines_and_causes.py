@@ -1,5 +1,5 @@
-"""Deadlines that progress only ever pushes out (SPEC §6), reservations that say they are
-settled (SPEC §10), and the typed failure inside every ``ConnectFailed`` (SPEC §14)."""
+"""Deadlines that progress only ever pushes out, reservations that say they are
+settled, and the typed failure inside every ``ConnectFailed``."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_a_timeout_above_the_cap_outlives_a_stream_of_progress() -> None:
     assert h.result(t).text == "hi"
 
 
-# --- a reservation that says it is settled (SPEC §10) ---------------------------------------------
+# --- a reservation that says it is settled --------------------------------------------------------
 
 
 class _Settles:
@@ -134,7 +134,7 @@ def test_an_open_reservation_or_one_that_does_not_say_is_fresh(reservation: obje
     assert reservation_facts(open_one, fresh=True)["fresh"] is True
 
 
-# --- ConnectFailed.cause: the typed failure behind every failed connect (SPEC §14) -------------
+# --- ConnectFailed.cause: the typed failure behind every failed connect ------------------------
 
 
 def _initialize(h: Harness) -> int:

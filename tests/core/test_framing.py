@@ -1,4 +1,5 @@
-"""Newline-delimited JSON framing: encoding, splitting, bad lines, the size cap (SPEC §8)."""
+"""Newline-delimited JSON framing: encoding, splitting, bad lines, the size cap (MCP
+2025-11-25 basic/transports §stdio)."""
 
 from __future__ import annotations
 

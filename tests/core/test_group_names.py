@@ -1,4 +1,4 @@
-"""Tool names across a group (SPEC §12): normalised server parts, clashes told apart by a hash,
+"""Tool names across a group: normalised server parts, clashes told apart by a hash,
 shortening past 64 characters, stability across restarts, and the way back. No I/O."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""plan_group (SPEC §3 ClientGroup): specs in, clients to build and refusals out; no I/O."""
+"""plan_group (for ClientGroup): specs in, clients to build and refusals out; no I/O."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def test_legacy_streamable_http_handshake_and_headers() -> None:
     assert h.of(core.Log)[-1].level == "DEBUG"
     status = h.machine.status(h.now)
     assert (status.state, status.transport, status.era) == ("ready", "http", "legacy")
-    assert status.concurrency == "serialized"  # legacy HTTP default (SPEC §6)
+    assert status.concurrency == "serialized"  # legacy HTTP default
     assert "sess-1" not in repr(status)
     t = h.call("echo", {"text": "hi"})
     call = h.request("tools/call")

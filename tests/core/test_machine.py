@@ -1,4 +1,4 @@
-"""SessionMachine: events in, actions out, with a fake clock (STYLE 14). No I/O here."""
+"""SessionMachine: events in, actions out, with a fake clock. No I/O here."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""tool_name / parse_tool_name (SPEC §12)."""
+"""tool_name / parse_tool_name: namespaced tool names, ``mcp__<server>__<tool>``."""
 
 from __future__ import annotations
 

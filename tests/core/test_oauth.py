@@ -1,4 +1,4 @@
-"""The OAuth building blocks (SPEC §11): challenge parsing, discovery, the metadata documents,
+"""The OAuth building blocks: challenge parsing, discovery, the metadata documents,
 PKCE, scopes, client identity, the requests to the authorization server and the checks of its
 answers. Pure functions, so tables of inputs and outputs; the conformance scenarios each rule
 comes from are named next to its rows."""
@@ -1342,8 +1342,8 @@ def test_token_response_refusals(
 
 
 def test_no_secret_reaches_a_message_or_a_repr() -> None:
-    """SPEC §11: "No token, code, verifier, client secret or assertion reaches an error ...
-    or repr". Every refusal and repr of this module, built from values that are secrets,
+    """No token, code, verifier, client secret or assertion reaches an error message or a
+    repr. Every refusal and repr of this module, built from values that are secrets,
     is searched for each of them."""
     secrets = {"client-secret-XYZ", "assertion-XYZ", "access-XYZ", "refresh-XYZ", "code-XYZ"}
     started = pending(authorization_response_iss_parameter_supported=True)

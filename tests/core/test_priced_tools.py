@@ -1,4 +1,4 @@
-"""Priced tools (SPEC §10): no valid reservation, nothing sent; every accepted reservation is
+"""Priced tools: no valid reservation, nothing sent; every accepted reservation is
 settled exactly once: committed when the request went out, released when it did not."""
 
 from __future__ import annotations

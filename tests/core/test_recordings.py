@@ -1,5 +1,5 @@
 """Recorded sessions with real servers replay, without the server, to exactly the actions
-the machine produced when they were recorded (SPEC §13). A failure here means the machine's
+the machine produced when they were recorded. A failure here means the machine's
 behaviour changed: if that was intended, re-record (tests/recordings/make_recordings.py) and
 review the diff of the .actions.jsonl file."""
 

@@ -1,4 +1,4 @@
-"""The replay format: event/action encoding, the recorder, and replaying (SPEC §13)."""
+"""The replay format: event/action encoding, the recorder, and replaying."""
 
 from __future__ import annotations
 

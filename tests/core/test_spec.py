@@ -1,4 +1,4 @@
-"""Spec: defaults, validation, normalisation and redaction (SPEC §4)."""
+"""Spec: defaults, validation, normalisation and redaction."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The spec's network fields (SPEC §4, §8): ``verify``, ``cert`` and ``proxy``, checked in the
+"""The spec's network fields: ``verify``, ``cert`` and ``proxy``, checked in the
 core (types, paths that are paths, an http:// proxy URL), redacted where a spec is shown (the
 proxy's user name and password; PEM text pasted where a path belongs), and read from
 ``.mcp.json`` like every other field, ``${VAR}`` included. Loading the files, reading the

@@ -1,4 +1,4 @@
-"""Stored authorizations and the in-memory token store (SPEC §11): records round-trip through
+"""Stored authorizations and the in-memory token store: records round-trip through
 JSON, reading is strict and names the field without its value, and no secret reaches a repr."""
 
 from __future__ import annotations

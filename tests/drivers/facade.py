@@ -1,4 +1,4 @@
-"""One awaitable face over both drivers, so one scenario table runs against each (STYLE 13).
+"""One awaitable face over both drivers, so one scenario table runs against each.
 
 ``asyncio`` and ``trio`` run ``mcp_asyncio.Client`` on that backend; ``sync`` runs
 ``mcp_sync.Client`` and calls each blocking method in a worker thread, so scenarios can start

@@ -1,5 +1,5 @@
 """ClientGroup on both drivers (asyncio, trio, sync) against real servers, some of them broken,
-plus the naming rules of SPEC §12 without any I/O.
+plus the tool-naming rules (``mcp__<server>__<tool>``) without any I/O.
 
 No test sleeps to wait: each waits for the event it needs, with a deadline.
 """
@@ -48,7 +48,7 @@ def anyio_backend(driver: str) -> str:
 
 @pytest.fixture(autouse=True)
 def no_children_left() -> Iterator[None]:
-    """Every test must leave no child process behind (SPEC §8)."""
+    """Every test must leave no child process behind."""
     yield
     wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
 
@@ -436,7 +436,7 @@ async def test_caller_mistakes_raise_at_once(driver: str) -> None:
         Group(driver, [("a", {"command": "x"})])
 
 
-# --- naming (SPEC §12), no I/O ----------------------------------------------------------------
+# --- naming, no I/O ---------------------------------------------------------------------------
 
 
 def tool(name: str) -> core.Tool:

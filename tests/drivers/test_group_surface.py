@@ -1,4 +1,4 @@
-"""ClientGroup beyond tools (SPEC §15) on both drivers (asyncio, trio, sync), against real
+"""ClientGroup beyond tools on both drivers (asyncio, trio, sync), against real
 servers: server-everything and the SDK's py_server (tests/servers/SURFACE.md says what each
 serves), next to the fault server, which declares tools only, and servers that are down.
 
@@ -48,7 +48,7 @@ def anyio_backend(driver: str) -> str:
 
 @pytest.fixture(autouse=True)
 def no_children_left() -> Iterator[None]:
-    """Every test must leave no child process behind (SPEC §8)."""
+    """Every test must leave no child process behind."""
     yield
     wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
 

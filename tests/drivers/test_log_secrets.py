@@ -1,4 +1,4 @@
-"""No secret of the spec reaches a log record (SPEC §4), even at DEBUG and while everything
+"""No secret of the spec reaches a log record, even at DEBUG and while everything
 fails: header values, env values, args, a URL's userinfo and query. Every record of every
 logger (ours, the server's, any library's) is captured and searched, tracebacks included.
 """
@@ -58,7 +58,7 @@ def assert_no_secret(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def http_url(server: HttpFaultServer) -> str:
-    # userinfo and a query: both count as secrets (SPEC §4)
+    # userinfo and a query: both count as secrets
     return (
         server.url.replace("http://", "http://user:s3cr3t-userinfo-pass@")
         + "?token=s3cr3t-query-token"

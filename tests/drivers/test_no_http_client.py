@@ -1,4 +1,4 @@
-"""SPEC §4: a ``url`` spec when no HTTP stack is importable raises ``NoHttpClient``. Our stack is
+"""A ``url`` spec when no HTTP stack is importable raises ``NoHttpClient``. Our stack is
 h11 and the socket module (imported with either driver) plus ``ssl`` for https, which a Python
 built without OpenSSL lacks: simulated here by making ``import ssl`` fail. Constructors only:
 nothing is started, no I/O."""

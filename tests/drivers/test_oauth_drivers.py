@@ -1,4 +1,4 @@
-"""OAuth from both drivers (SPEC §11): the same scenarios on mcp_asyncio (asyncio and trio) and
+"""OAuth from both drivers: the same scenarios on mcp_asyncio (asyncio and trio) and
 mcp_sync, against tests/servers/http_oauth_server.py on 127.0.0.1. The browser step is an
 ``authorize=`` callback that follows the authorization server's 302 without a browser, or the
 default step with ``open_browser`` replaced by a function that does the same and then calls the

@@ -1,4 +1,4 @@
-"""OAuth from both drivers against a real authorization server (issue 11 item 5; SPEC §11).
+"""OAuth from both drivers against a real authorization server (issue 11 item 5).
 
 The peer is tests/servers/py_auth_server.py: an MCP server protected by the official Python
 SDK's own OAuth code (``mcp.server.auth``: its metadata, registration, authorize, token and

@@ -1,4 +1,4 @@
-"""The browser step's one-shot redirect listener and ``open_browser`` (SPEC §11), against real
+"""The browser step's one-shot redirect listener and ``open_browser`` (RFC 8252 §7.3), against real
 loopback HTTP clients: the request on the callback path with the login's ``state`` ends the
 wait and closes the port, one with another ``state`` (or none) gets 400 and the wait goes on,
 other paths get 404, nothing the request carried is echoed, and every way out of ``wait``

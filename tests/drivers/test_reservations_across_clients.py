@@ -1,4 +1,4 @@
-"""A reservation for a priced tool works once in the whole process (SPEC §10): not once per
+"""A reservation for a priced tool works once in the whole process: not once per
 client, but across every client and group of both drivers; and one that says it is settled is
 refused before anything is sent. Each test runs on asyncio, trio and sync, against the fault
 server, and waits for events only (no sleep)."""

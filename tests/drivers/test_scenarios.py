@@ -1,5 +1,5 @@
 """The shared scenario table: every scenario runs on mcp_asyncio (asyncio and trio) and on
-mcp_sync, against real server processes (STYLE 13, 15). No scenario sleeps to wait: each
+mcp_sync, against real server processes. No scenario sleeps to wait: each
 waits for the event it needs, with a deadline.
 """
 
@@ -42,7 +42,7 @@ def anyio_backend(driver: str) -> str:
 
 @pytest.fixture(autouse=True)
 def no_children_left() -> Iterator[None]:
-    """Every scenario must leave no child process behind (SPEC §8)."""
+    """Every scenario must leave no child process behind."""
     yield
     wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
 

@@ -1,4 +1,4 @@
-"""Beyond tools (SPEC §15) on both drivers: resources, templates, prompts, completion, logging
+"""Beyond tools on both drivers: resources, templates, prompts, completion, logging
 level, ping, any request, subscriptions, roots, list caches and ``call_tool(output_type=T)``.
 
 Each scenario runs on mcp_asyncio (asyncio and trio) and on mcp_sync, against real servers:
@@ -60,7 +60,7 @@ def anyio_backend(driver: str) -> str:
 
 @pytest.fixture(autouse=True)
 def no_children_left() -> Iterator[None]:
-    """Every scenario must leave no child process behind (SPEC §8)."""
+    """Every scenario must leave no child process behind."""
     yield
     wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
 

@@ -1,4 +1,4 @@
-"""The file token store (SPEC §11): one private JSON file, written atomically, shared safely by
+"""The file token store: one private JSON file, written atomically, shared safely by
 two stores, and a bad file is a clear ``TokenStoreError`` that names the file and what to do,
 with no secret and no traceback from ``json``."""
 

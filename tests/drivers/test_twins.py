@@ -1,4 +1,4 @@
-"""The two drivers are twins (SPEC §2, STYLE 13): neither imports the other, and ``Client`` and
+"""The two drivers are twins: neither imports the other, and ``Client`` and
 ``ClientGroup`` offer the same public API in both, awaited in one and blocking in the other.
 
 Imports are checked in a fresh interpreter each: what a module loads depends on what the test

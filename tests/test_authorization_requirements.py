@@ -1,8 +1,9 @@
-"""SPEC §11 (Authorization), row by row: the tests that show each requirement.
+"""The authorization requirements, row by row: the tests that show each one.
 
-This table is the answer to "which test shows that?" for every line of §11. The check below
-keeps it honest: a test that is renamed or removed fails it, so the table cannot point at
-nothing. (The tests themselves assert the behaviour; this file only names them.)
+This table is the answer to "which test shows that?" for every requirement of the client's
+OAuth support (MCP 2025-11-25 and 2026-07-28 basic/authorization, and the RFCs it names). The
+check below keeps it honest: a test that is renamed or removed fails it, so the table cannot
+point at nothing. (The tests themselves assert the behaviour; this file only names them.)
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def _tests_in(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("row", list(ROWS))
-def test_every_row_of_spec_11_names_tests_that_exist(row: str) -> None:
+def test_every_row_names_tests_that_exist(row: str) -> None:
     assert ROWS[row], row
     for node in ROWS[row]:
         file, _, name = node.partition("::")
