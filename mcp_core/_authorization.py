@@ -86,7 +86,6 @@ from ._events import (
     AuthorizationPrepared,
     AuthorizationRedirected,
     HttpBodyReceived,
-    HttpFailed,
     HttpResponseEnded,
     HttpResponseStarted,
 )
@@ -839,24 +838,20 @@ class Authorization:
         return fetch is not None and fetch.secret
 
     def _on_fetch_event(self, event: HttpEvent, fetch: _Fetch) -> None:
-        kind = type(event)
-        if kind is HttpResponseStarted:
-            assert isinstance(event, HttpResponseStarted)
+        if isinstance(event, HttpResponseStarted):
             fetch.status, fetch.headers = event.status, event.headers
             # Refused before a byte of the body is read when its length says it is too large.
             length = (find_header(event.headers, "content-length") or "").strip()
             if _too_large(length):
                 self._fetch_failed(fetch, f"announced {_size(length)}, over {_CAP}")
-        elif kind is HttpBodyReceived:
-            assert isinstance(event, HttpBodyReceived)
+        elif isinstance(event, HttpBodyReceived):
             fetch.body += event.data
             if len(fetch.body) > AUTH_MAX_BYTES:
                 self._fetch_failed(fetch, f"sent more than {_CAP}")
-        elif kind is HttpResponseEnded:
+        elif isinstance(event, HttpResponseEnded):
             del self._fetches[event.stream]
             self._answered_fetch(fetch)
-        else:
-            assert isinstance(event, HttpFailed)
+        else:  # HttpFailed
             del self._fetches[event.stream]
             self._fetch_failed(fetch, f"failed ({event.reason})")
 
