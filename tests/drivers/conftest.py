@@ -1,4 +1,5 @@
-"""Fixtures every driver test gets."""
+"""Fixtures every driver test gets (``fresh_era_verdicts``) or may ask for (``driver``, with
+``anyio_backend`` to match: a test module that sets its own backend keeps it)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pytest
 
 from mcp_asyncio import _client as async_client
 from mcp_sync import _client as sync_client
+from tests.drivers.facade import DRIVERS
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +19,14 @@ def fresh_era_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
     at connect, no session with a legacy server), whatever the test does."""
     monkeypatch.setattr(async_client, "_ERA_CACHE", {})
     monkeypatch.setattr(sync_client, "_ERA_CACHE", {})
+
+
+@pytest.fixture(params=DRIVERS)
+def driver(request: pytest.FixtureRequest) -> str:
+    """Each driver in turn: "asyncio", "trio" (both mcp_asyncio) and "sync" (mcp_sync)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def anyio_backend(driver: str) -> str:
+    return "trio" if driver == "trio" else "asyncio"

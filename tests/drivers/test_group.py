@@ -30,20 +30,9 @@ from tests.conftest import (
     py_server_argv,
     wait_until,
 )
-from tests.drivers.facade import DRIVERS
 from tests.servers.http_fault_server import HttpFaultServer
 
 pytestmark = [pytest.mark.timeout(90)]
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
 
 
 @pytest.fixture(autouse=True)

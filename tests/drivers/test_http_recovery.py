@@ -14,7 +14,7 @@ import anyio.to_thread
 import pytest
 
 import mcp_core as core
-from tests.drivers.facade import DRIVERS, Facade
+from tests.drivers.facade import Facade
 from tests.servers.http_fault_server import HttpFaultServer, RecordedRequest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
@@ -22,16 +22,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 # Far below every call_timeout here: a caller answered within it was answered at once, not at
 # its deadline.
 ANSWER_WITHIN = 15.0
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
 
 
 def client(driver: str, url: str, **fields: object) -> Facade:

@@ -11,20 +11,10 @@ import anyio.to_thread
 import pytest
 
 import mcp_core as core
-from tests.drivers.facade import DRIVERS, Facade, gather
+from tests.drivers.facade import Facade, gather
 from tests.servers.http_fault_server import HttpFaultServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
 
 
 def client(driver: str, url: str, **fields: object) -> Facade:

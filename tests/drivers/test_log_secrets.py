@@ -15,7 +15,7 @@ import pytest
 
 import mcp_core as core
 from tests.conftest import children_of, fault_server_argv, wait_until
-from tests.drivers.facade import DRIVERS, Facade
+from tests.drivers.facade import Facade
 from tests.servers.http_fault_server import HttpFaultServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
@@ -27,16 +27,6 @@ SECRETS = (
     "s3cr3t-env-value",
     "s3cr3t-arg-value",
 )
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
 
 
 @pytest.fixture(autouse=True)

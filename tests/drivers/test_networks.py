@@ -38,7 +38,7 @@ import mcp_asyncio
 import mcp_core as core
 import mcp_sync
 from _mcp_io.http import NoProxy, Proxy, ProxyError, Tunnel, client_network, reason
-from tests.drivers.facade import DRIVERS, Facade
+from tests.drivers.facade import Facade
 from tests.drivers.pki import Pki
 from tests.servers.http_fault_server import HOST, HttpFaultServer
 from tests.servers.http_peers import HttpPeer
@@ -59,16 +59,6 @@ PROXY_VARIABLES = (
     "all_proxy",
     "REQUEST_METHOD",
 )
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
 
 
 @pytest.fixture(autouse=True)

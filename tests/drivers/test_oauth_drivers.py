@@ -26,21 +26,10 @@ import _mcp_io.oauth
 import _mcp_io.redirect
 import mcp_core as core
 from mcp_core.driver import token_store_key
-from tests.drivers.facade import DRIVERS, Facade
+from tests.drivers.facade import Facade
 from tests.servers.http_oauth_server import OAuthServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
-
 
 
 @pytest.fixture

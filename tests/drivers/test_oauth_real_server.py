@@ -1,4 +1,4 @@
-"""OAuth from both drivers against a real authorization server (issue 11 item 5).
+"""OAuth from both drivers against a real authorization server.
 
 The peer is tests/servers/py_auth_server.py: an MCP server protected by the official Python
 SDK's own OAuth code (``mcp.server.auth``: its metadata, registration, authorize, token and
@@ -41,7 +41,7 @@ import mcp_core as core
 import mcp_core._oauth
 from mcp_core._authorization import _EXPIRY_MARGIN, MAX_AUTHORIZATIONS
 from mcp_core.driver import token_store_key
-from tests.drivers.facade import DRIVERS, Facade
+from tests.drivers.facade import Facade
 from tests.drivers.test_oauth_drivers import follow
 from tests.servers.http_peers import HttpPeer
 
@@ -55,16 +55,6 @@ WIRES = {
     "json": ("json", "legacy"),
 }
 ALL_WIRES = list(WIRES)
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
 
 
 @pytest.fixture(params=["stateful", "stateful-auto"])

@@ -16,23 +16,13 @@ import pytest
 import _mcp_io.redirect
 import mcp_core as core
 import mcp_sync._cli
-from tests.drivers.facade import DRIVERS, Facade
+from tests.drivers.facade import Facade
 from tests.drivers.test_oauth_drivers import follow, get
 from tests.servers.http_oauth_server import OAuthServer
 
 pytestmark = pytest.mark.timeout(60)
 
 FORGED_CODE = "f0rged-code-value"
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
 
 
 @pytest.fixture

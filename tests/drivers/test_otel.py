@@ -18,7 +18,7 @@ import _mcp_io.otel as shared_otel
 import mcp_core as core
 from mcp_core.replay import replay
 from tests.conftest import REPO_ROOT, fault_server_argv
-from tests.drivers.facade import DRIVERS, Facade
+from tests.drivers.facade import Facade
 
 trace = pytest.importorskip("opentelemetry.trace")
 sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
@@ -28,16 +28,6 @@ export = pytest.importorskip("opentelemetry.sdk.trace.export")
 pytestmark = [pytest.mark.timeout(90)]
 
 SECRET_ARGUMENT = "s3cr3t-argument-value"
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
 
 
 @pytest.fixture

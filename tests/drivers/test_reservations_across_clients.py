@@ -15,22 +15,12 @@ import pytest
 
 import mcp_core as core
 from tests.conftest import children_of, fault_server_argv, wait_until
-from tests.drivers.facade import DRIVERS, Facade, gather
+from tests.drivers.facade import Facade, gather
 from tests.drivers.test_group import Group
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 PRICE = 3
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +51,7 @@ def settle_failures(caplog: pytest.LogCaptureFixture) -> list[str]:
 async def test_a_reservation_spent_on_one_client_is_refused_by_another(
     driver: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Item 3 of issue 13: single use was tracked per Client, so the second client sent the
+    """A regression: single use was tracked per Client, so the second client sent the
     paid call and only its commit() failed, after the fact."""
     caplog.set_level(logging.ERROR)
     gate = core.InMemorySpendGate(budget=10)

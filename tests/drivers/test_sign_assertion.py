@@ -22,7 +22,7 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 import mcp_core as core
 from _mcp_io.oauth import jwk_thumbprint, sign_assertion
-from tests.drivers.facade import DRIVERS, Facade
+from tests.drivers.facade import Facade
 from tests.servers.http_oauth_server import OAuthServer
 
 ISSUER = "https://auth.example.com"
@@ -272,16 +272,6 @@ def test_a_p521_coordinate_keeps_its_leading_zero_octets() -> None:
 
 
 # --- end to end: the server's list comes from its metadata --------------------------------------
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
 
 
 @pytest.mark.anyio

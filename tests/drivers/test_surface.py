@@ -40,22 +40,12 @@ from tests.conftest import (
     py_server_argv,
     wait_until,
 )
-from tests.drivers.facade import DRIVERS, Facade
+from tests.drivers.facade import Facade
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 # How long a test waits for a server's notification before it fails.
 DEADLINE = 20.0
-
-
-@pytest.fixture(params=DRIVERS)
-def driver(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(driver: str) -> str:
-    return "trio" if driver == "trio" else "asyncio"
 
 
 @pytest.fixture(autouse=True)
