@@ -4,7 +4,7 @@ A ``ProcessSlot`` holds only I/O handles, never protocol state. It turns what ha
 process into events through ``feed`` and performs the stdio actions the machine asks for.
 Library exceptions are mapped to events here and nowhere else.
 
-What an idle session's process holds (issue 14): on asyncio one task, the one that awaits
+What an idle session's process holds: on asyncio one task, the one that awaits
 ``run``, and no thread. The pipes are read by callbacks: on asyncio the event loop calls them
 when a pipe is readable (``loop.add_reader``: no task, no thread); on trio a task waits for
 each pipe (``anyio.wait_readable``: stdout in the process's own task, stderr and the stdin

@@ -5,8 +5,8 @@ Nothing here decides anything about the protocol. The slot turns OS results into
 and hands them to ``feed`` (the client's single entry into the machine), which may be called
 from the shared I/O thread or from a caller's thread.
 
-Theory of operation: the shared threads (issue 14)
---------------------------------------------------
+Theory of operation: the shared threads
+---------------------------------------
 An idle session holds no thread of its own. ``SharedLoop`` is one thread of the process that
 waits, in one ``select``, for every session's pipes (stdout and stderr readable, stdin writable
 while a write waits for room, a pidfd once stdout ended) and for deadlines, and calls back.

@@ -54,7 +54,7 @@ def test_progress_never_brings_a_deadline_in(
 
 
 def test_a_timeout_above_the_cap_outlives_a_stream_of_progress() -> None:
-    """Item 2 of issue 13: ``timeout=600`` with ``max_call_timeout=300`` got ``RequestTimeout``
+    """A regression: ``timeout=600`` with ``max_call_timeout=300`` got ``RequestTimeout``
     at 300 s, the first progress notification having moved the deadline in."""
     h = Harness()
     h.connect_legacy()
@@ -113,7 +113,7 @@ def _settled_reservations() -> list[object]:
 def test_a_reservation_that_says_it_is_settled_is_refused_before_sending(
     reservation: object,
 ) -> None:
-    """Item 3 of issue 13: a reservation committed or released elsewhere (another client, the
+    """A regression: a reservation committed or released elsewhere (another client, the
     application) was fresh to a client that had not seen it: the paid call went out. A
     ``settled`` that raises counts as settled: money is not spent on a guess."""
     facts = reservation_facts(reservation, fresh=True)

@@ -294,7 +294,7 @@ def test_fail_fast_answers_waiters_at_each_failure_and_new_ones_at_once() -> Non
 
 
 def test_fail_fast_per_wait_overrides_the_spec_for_that_wait_only() -> None:
-    # A group waits fail-fast on clients whose own spec waits through retries (issue 5).
+    # A group waits fail-fast on clients whose own spec waits through retries.
     h = Harness(era="legacy", reconnect=1.0)
     h.feed(core.Connect(now=0.0))
     quick, patient = h.await_ready(fail_fast=True), h.await_ready()

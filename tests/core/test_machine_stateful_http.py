@@ -331,7 +331,7 @@ class HttpMachineStateful(RuleBasedStateMachine):
             self.check_action(action)
         for ticket in self.dropped:
             # The stream an answer would come on is gone: the caller must have been answered
-            # (or the call sent again), not left to wait for its deadline (issue 13 item 1).
+            # (or the call sent again), not left to wait for its deadline.
             assert ticket not in self.open_tickets() or ticket in self.sent_now, (
                 f"call {ticket}'s stream was aborted, yet it was neither answered nor sent again"
             )

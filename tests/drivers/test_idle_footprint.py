@@ -1,4 +1,4 @@
-"""What an idle stdio session holds (issue 14): counts, never times.
+"""What an idle stdio session holds: counts, never times.
 
 On asyncio a session holds two tasks (the one that holds its task group open, and the one that
 awaits its process) and no thread: its pipes are read by event-loop callbacks, its timer is a
