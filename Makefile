@@ -4,21 +4,23 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# 100% branch coverage of mcp_core from tests/core alone (STYLE.md §14).
+# 100% branch coverage of mcp_core, earned by tests/core alone (see the comment above `test`).
 CORE_COVERAGE ?= 100
 
 .DEFAULT_GOAL := test
-.PHONY: venv node_modules lint typecheck test demo clean conformance bench soak
+.PHONY: venv node_modules lint typecheck docs test demo clean conformance bench soak
 
 # --- installs (stamp files make them idempotent: redone only when their inputs change) ---
 
 venv: $(VENV)/.installed
 
+# The dev, bench and docs extras: `make test` runs the tests, the benchmarks' smoke tests and
+# the docs build.
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "need Python >= 3.11")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,bench,docs]'
 	touch $@
 
 node_modules: node_modules/.installed
@@ -54,13 +56,21 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync _mcp_io
 
+# The documentation site (mkdocs.yml: docs/*.md and the API reference from the docstrings) into
+# site/. --strict makes every warning an error: a page left out of the nav, a broken link or
+# anchor, a docstring mkdocstrings cannot render. About 6 s, so `make test` runs it too.
+# NO_MKDOCS_2_WARNING silences mkdocs-material's banner about MkDocs 2.0 (not a build warning).
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 # Two pytest runs on purpose: the core's coverage must be earned by tests/core alone, which
 # drive mcp_core through its public API with no I/O. Counting lines that driver or server tests
 # happen to execute would hide core branches that no core test pins down. The second run is
 # everything else (drivers against real servers, the test servers' own smoke tests), in two
 # worker processes (pytest-xdist): mostly waits on servers and deadlines, so about half the
-# time on 2 cores; every test counts what it leaves behind in its own process.
-test: venv node_modules conformance/node_modules/.installed lint typecheck
+# time on 2 cores; every test counts what it leaves behind in its own process. The docs are
+# built first with the other static checks (lint, typecheck), so a broken page or docstring fails.
+test: venv node_modules conformance/node_modules/.installed lint typecheck docs
 	$(PY) -m pytest tests/core --cov=mcp_core --cov-branch --cov-report=term-missing \
 		--cov-fail-under=$(CORE_COVERAGE)
 	$(PY) conformance/run.py
@@ -74,7 +84,7 @@ demo: venv node_modules
 
 clean:
 	rm -rf $(VENV) node_modules conformance/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis \
-		.coverage .coverage.* htmlcov build dist *.egg-info
+		.coverage .coverage.* htmlcov build dist *.egg-info site
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
 
 # Speed is measured here only, never asserted in `make test` (which runs a smoke pass with a tiny

@@ -1,12 +1,12 @@
-"""Draw README.md's authorization fault matrix from the rows of
+"""Draw the authorization fault matrix of docs/guarantees.md from the rows of
 tests/drivers/test_auth_fault_matrix.py.
 
     .venv/bin/python scripts/auth_fault_matrix_table.py           # print the section
-    .venv/bin/python scripts/auth_fault_matrix_table.py --write   # put it into README.md
+    .venv/bin/python scripts/auth_fault_matrix_table.py --write   # put it into docs/guarantees.md
 
-The section sits between the START and END marker comments, at the end of "Servers that need
-a login (OAuth)"; a test there (test_readme_shows_the_rows) fails while README.md and the rows
-disagree: run this after changing a row, and read the diff.
+The section sits between the START and END marker comments, after the server fault matrix; a
+test there (test_docs_show_the_rows) fails while the page and the rows disagree: run this after
+changing a row, and read the diff.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-import readme_section  # scripts/, beside this file
+import doc_section  # scripts/, beside this file
 
 ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "guarantees.md"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -101,7 +102,7 @@ session recording (`record=`)."""
     paragraph = textwrap.fill(
         " ".join(text.split()), width=96, break_long_words=False, break_on_hyphens=False
     )
-    return f"#### Authorization faults, step by step\n\n{paragraph}\n"
+    return f"## Authorization faults, step by step\n\n{paragraph}\n"
 
 
 def render() -> str:
@@ -125,10 +126,5 @@ def render() -> str:
     return "\n".join(lines) + "\n"
 
 
-def section_of(readme: str) -> str:
-    """What README.md has between this table's markers ("" when a marker is missing)."""
-    return readme_section.section_of(readme, START, END)
-
-
 if __name__ == "__main__":
-    readme_section.main(render, START, END, "the authorization fault matrix")
+    doc_section.main(PAGE, render, START, END, "the authorization fault matrix")
