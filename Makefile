@@ -97,7 +97,7 @@ bench: venv node_modules
 	$(PY) bench/run_scaling.py
 	$(PY) bench/report.py
 
-# The chaos soak (issue 13): per driver, 1,000,000 stdio calls with the server SIGKILLed every
+# The chaos soak: per driver, 1,000,000 stdio calls with the server SIGKILLed every
 # few thousand calls and 250,000 HTTP calls through a proxy that resets connections at random;
 # fails unless every call was answered once (ok or a typed error), RSS and fds stayed flat
 # after warm-up and no process was left. Writes bench/results/soak-<UTC>.json and -rss.png.

@@ -197,7 +197,8 @@ def client_keywords(client: type) -> frozenset[str]:
 
 
 def server_log(server: str) -> logging.Logger:
-    """The client's own notes about a server go to ``mcp_client.<name>`` (README "Logs")."""
+    """The client's own notes about a server go to ``mcp_client.<name>`` (docs/choices.md,
+    "Logs")."""
     return logging.getLogger(f"mcp_client.{server}")
 
 

@@ -192,7 +192,7 @@ class Client:
         ``AuthorizationRequired``. Leave room for the user in ``init_timeout``: ``async with
         Client(...)`` waits that long for readiness.
 
-        The network (README "Networks: private CAs, client certificates, proxies"): the
+        The network (docs/networks.md): the
         spec's ``verify`` and ``cert``, or ``ssl_context`` (an ``ssl.SSLContext`` used for
         every https connection of this client, its OAuth requests included; not with
         ``verify`` or ``cert``: ``InvalidSpec``; ignored for a stdio server); a proxy from the

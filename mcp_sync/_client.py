@@ -163,7 +163,7 @@ class Client:
         needs one fails with ``AuthorizationRequired``. Leave room for the user in
         ``init_timeout``: ``with Client(...)`` waits that long for readiness.
 
-        The network (README "Networks: private CAs, client certificates, proxies"): the
+        The network (docs/networks.md): the
         spec's ``verify`` and ``cert``, or ``ssl_context`` (an ``ssl.SSLContext`` used for
         every https connection of this client, its OAuth requests included; not with
         ``verify`` or ``cert``: ``InvalidSpec``; ignored for a stdio server); a proxy from the

@@ -1,6 +1,6 @@
 """The authorization fault matrix: what the client does when its authorization server misbehaves
 at one step of the OAuth flow, on every driver (asyncio, trio, sync), from one
-literal table, ROWS. The twin of the server fault matrix (test_fault_matrix.py). README.md
+literal table, ROWS. The twin of the server fault matrix (test_fault_matrix.py). docs/guarantees.md
 shows the same table ("Authorization faults, step by step"), drawn from ROWS by
 scripts/auth_fault_matrix_table.py; a test below fails when they disagree.
 
@@ -92,7 +92,7 @@ from tests.servers.auth_fault_server import (
 
 # --- the table ---------------------------------------------------------------------------------
 
-# step -> where the client meets it (README wording).
+# step -> where the client meets it (the docs' wording).
 STEPS = {
     "protected resource metadata": (
         "GET of the RFC 9728 document, at every URL the client may try (the 401 challenge's "
@@ -128,7 +128,7 @@ CONNECT_STEPS = {step for step in STEPS if step != "refresh"}
 # authorization server's (an issuer without a path) at RFC 8414's URL and at OIDC's.
 URLS = {"protected resource metadata": 2, "authorization server metadata": 2}
 
-# fault -> what the authorization server does (README wording).
+# fault -> what the authorization server does (the docs' wording).
 FAULTS = {
     "hangs": "reads the request and never answers",
     "never-ending body": "200 application/json, then body bytes forever (no Content-Length)",

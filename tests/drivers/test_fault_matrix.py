@@ -1,6 +1,6 @@
-"""The fault matrix (issue 13, item 5): what every caller gets when a server misbehaves, on every
-driver (asyncio, trio, sync) and every transport (stdio, Streamable HTTP legacy and 2026-07-28,
-HTTP+SSE), from one literal table, ROWS. README.md shows the same table ("Faults, transport by
+"""The fault matrix: what every caller gets when a server misbehaves, on every driver (asyncio,
+trio, sync) and every transport (stdio, Streamable HTTP legacy and 2026-07-28, HTTP+SSE), from
+one literal table, ROWS. docs/guarantees.md shows the same table ("Faults, transport by
 transport"), drawn from ROWS by scripts/fault_matrix_table.py; a test below fails when they
 disagree.
 
@@ -64,7 +64,7 @@ TRANSPORTS = {
     "sse": "HTTP+SSE (2024-11-05)",
 }
 
-# fault -> what the server does, per transport where it differs (README wording).
+# fault -> what the server does, per transport where it differs (the docs' wording).
 FAULTS = {
     "server exits mid-call": "stdio: the process exits; HTTP: the server stops, connections cut",
     "server hangs": "never answers the call (HTTP+SSE: accepts the POST, never sends the answer)",
@@ -594,7 +594,7 @@ def test_fault_matrix(row: Row, driver: str) -> None:
         assert SECRET not in text, f"the secret is in {where}: {text[:300]}"
 
 
-# --- the README's table ------------------------------------------------------------------------
+# --- the docs' table --------------------------------------------------------------------------
 
 
 def test_rows_are_well_formed() -> None:

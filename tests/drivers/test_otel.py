@@ -1,4 +1,4 @@
-"""Optional OpenTelemetry (README "Tracing (OpenTelemetry, optional)"): a client span per
+"""Optional OpenTelemetry (docs/tracing.md): a client span per
 call_tool and W3C trace context in params._meta when a tracer provider is configured; nothing
 at all without one, and nothing breaks (or is imported again) without the package.
 """
