@@ -172,11 +172,15 @@ class Calls:
             cache.items = cache.fresh_until = None
             cache.generation += 1
 
-    def cancel(self, ticket: int) -> None:
-        """The caller gave up: drop its work, tell the server if the request was sent."""
-        work = self._admission.works.pop(ticket, None)
-        if work is not None:
+    def cancel(self, tickets: Sequence[int]) -> None:
+        """Callers gave up: drop their work, tell the server of each request that was sent.
+        The queue is pumped once, after all of them are withdrawn: a slot freed by one
+        cancelled call never goes to another cancelled caller's queued call."""
+        works = self._admission.works
+        gone = [work for ticket in tickets if (work := works.pop(ticket, None)) is not None]
+        for work in gone:
             self._withdraw(work, "the caller cancelled the request")
+        if gone:
             self.pump()
 
     def expire(self, now: float) -> None:

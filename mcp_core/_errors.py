@@ -20,9 +20,11 @@ __all__ = [
     "ConnectFailed",
     "HttpError",
     "InitializationFailed",
+    "InvalidArguments",
     "InvalidResponse",
     "InvalidSpec",
     "JsonRpcError",
+    "ListTooLong",
     "McpError",
     "MessageTooLarge",
     "NoHttpClient",
@@ -38,6 +40,8 @@ __all__ = [
     "UnmeteredCall",
     "UnsupportedVersion",
     "UrlElicitationRequired",
+    "UsedAfterFork",
+    "WrongEventLoop",
 ]
 
 
@@ -159,12 +163,14 @@ class UnsupportedVersion(McpError):
 
 
 class ServerExited(McpError):
-    """The server process exited while the request was pending or queued."""
+    """The server process exited while the request was pending or queued, or its connection
+    died with it still running (it closed its stdout or its stdin): ``code`` is its exit code,
+    None while it is not known; ``what`` says what happened when it is not an exit."""
 
-    def __init__(self, code: int | None, stderr_tail: str) -> None:
+    def __init__(self, code: int | None, stderr_tail: str, what: str | None = None) -> None:
         tail = f"; last stderr:\n{stderr_tail}" if stderr_tail else "; it wrote nothing to stderr"
         super().__init__(
-            f"the server process exited with code {code} before answering; "
+            f"the server process {what or f'exited with code {code}'} before answering; "
             f"the client restarts it with backoff{tail}"
         )
         self.code = code
@@ -292,6 +298,68 @@ class AuthorizationUnavailable(McpError):
         self.step = step
         self.detail = detail
         self.retry_after = retry_after
+
+
+class InvalidArguments(McpError, TypeError, ValueError):
+    """The arguments (or params) of a request hold a value JSON cannot carry: a ``set``,
+    ``bytes``, a ``datetime``, an arbitrary object, NaN or an infinity, a cycle, or nesting
+    deeper than the client sends. Refused before the request is admitted: nothing was sent,
+    no slot or queue place was taken, and no other caller is touched. Also a ``TypeError`` and
+    a ``ValueError``, so code that caught the plain ones keeps working. ``path`` points at the
+    value (``arguments.items[2]``), ``problem`` says what is wrong with it."""
+
+    def __init__(self, method: str, path: str, problem: str) -> None:
+        super().__init__(
+            f"{method}: {path} {problem}; nothing was sent (pass only JSON values: dict with "
+            "str keys, list, str, int, finite float, bool, None)"
+        )
+        self.method = method
+        self.path = path
+        self.problem = problem
+
+
+class ListTooLong(McpError):
+    """A list (``tools/list``, ``resources/list``, ...) took more pages than the spec's
+    ``max_list_pages`` allows; nothing of it is returned or cached (a partial list would
+    hide tools without saying so). Raise ``max_list_pages`` if the server is that large."""
+
+    def __init__(self, method: str, pages: int, items: int) -> None:
+        super().__init__(
+            f"{method} was still paging after {pages} pages ({items} items so far): the list "
+            "was not returned, as a partial one would look complete (raise max_list_pages in "
+            "the spec if the server really lists that much)"
+        )
+        self.method = method
+        self.pages = pages
+        self.items = items
+
+
+class UsedAfterFork(McpError, RuntimeError):
+    """The client was started in another process and this one is its ``os.fork()`` child:
+    the pipes, sockets and request ids belong to the parent's session, which goes on
+    unaffected. Nothing was sent. Create a new client in the child."""
+
+    def __init__(self, name: str, parent: int, child: int) -> None:
+        super().__init__(
+            f"client {name!r} was started in process {parent} and cannot be used in its forked "
+            f"child {child}: its pipes and sockets belong to the parent's session; create a "
+            "new client in the child (after the fork)"
+        )
+        self.parent = parent
+        self.child = child
+
+
+class WrongEventLoop(McpError, RuntimeError):
+    """An asyncio client was used from an event loop other than the one it was started on.
+    A client belongs to its loop (its pipes, sockets and timers are that loop's): create one
+    client per loop, or use ``mcp_sync`` from threads."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"client {name!r} was started on another event loop: a client belongs to the loop "
+            "it was started on (create one client per event loop, or use mcp_sync's blocking "
+            "client from threads)"
+        )
 
 
 class InvalidResponse(McpError):

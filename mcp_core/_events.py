@@ -230,9 +230,13 @@ class CancelCall(Event):
     """The caller holding ``ticket`` gave up (task cancelled, KeyboardInterrupt).
 
     The machine drops its work, tells the server if the request was sent, and sends no reply.
+    ``others``: the tickets of callers that gave up at the same moment (one cancel scope over
+    many calls, some in flight and some queued). All of them are withdrawn before any queued
+    work is promoted into a freed slot, so no request of a caller already gone is sent.
     """
 
     ticket: int
+    others: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -473,9 +473,11 @@ class SessionMachine:
                 self._fail_fast_waiters.add(event.ticket)
 
     def _on_cancel(self, event: CancelCall) -> None:
-        self._waiters.pop(event.ticket, None)
-        self._fail_fast_waiters.discard(event.ticket)
-        self._calls.cancel(event.ticket)
+        tickets = (event.ticket, *event.others)
+        for ticket in tickets:
+            self._waiters.pop(ticket, None)
+            self._fail_fast_waiters.discard(ticket)
+        self._calls.cancel(tickets)
 
     def _on_close(self, event: Close) -> None:
         if self._phase is not SessionPhase.RUNNING:

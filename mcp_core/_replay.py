@@ -106,6 +106,8 @@ def _from_json(hint: Any, value: object) -> object:
         return _decode_bytes(value)
     if hint == tuple[tuple[str, str], ...] and isinstance(value, list):
         return tuple(tuple(pair) for pair in value)  # HTTP header pairs
+    if hint == tuple[int, ...] and isinstance(value, list):
+        return tuple(value)  # CancelCall.others
     return value
 
 

@@ -29,6 +29,11 @@ ERRORS = [
     core.UnmeteredCall("buy", "reservation already used"),
     core.UnmeteredCall("buy"),
     core.UnknownTool("mcp__fs__nope", "did you mean mcp__fs__read_file?"),
+    core.ServerExited(None, "", "closed its stdout while still running"),
+    core.InvalidArguments("tools/call", "arguments.when", "is a datetime, not a JSON value"),
+    core.ListTooLong("tools/list", 100, 10_000),
+    core.UsedAfterFork("fs", 100, 101),
+    core.WrongEventLoop("fs"),
 ]
 
 
@@ -49,6 +54,18 @@ def test_error_fields() -> None:
     assert "will not be retried" in str(core.ConnectFailed("x", permanent=True))
     assert "retries" in str(core.ConnectFailed("x"))
     assert core.ServerExited(None, "").stderr_tail == ""
+    assert "closed its stdout" in str(core.ServerExited(None, "", "closed its stdout"))
+    refused = core.InvalidArguments("tools/call", "arguments.x", "is a set")
+    assert isinstance(refused, TypeError) and isinstance(refused, ValueError)
+    assert (refused.method, refused.path, refused.problem) == (
+        "tools/call",
+        "arguments.x",
+        "is a set",
+    )
+    assert core.ListTooLong("tools/list", 3, 30).pages == 3
+    forked = core.UsedAfterFork("fs", 100, 101)
+    assert isinstance(forked, RuntimeError) and (forked.parent, forked.child) == (100, 101)
+    assert isinstance(core.WrongEventLoop("fs"), RuntimeError)
 
 
 @pytest.mark.parametrize(

@@ -118,6 +118,10 @@ ERRORS = [
     "UrlElicitationRequired",
     "NotSupported",
     "OutputValidationError",
+    "InvalidArguments",
+    "ListTooLong",
+    "UsedAfterFork",
+    "WrongEventLoop",
 ]
 NAMES = ["normalise_server", "parse_tool_name", "tool_name"]
 VERSIONS = ["LATEST_LEGACY", "LEGACY_VERSIONS", "MODERN_VERSION"]
