@@ -17,6 +17,8 @@ machinery.
 - ``_mcp_io.oauth``: the driver's side of OAuth (the browser step, signing a client
   assertion, the token store on the wall clock); ``_mcp_io.redirect`` and ``_mcp_io.tokens``
   are its loopback redirect listener and the command's token file.
+- ``_mcp_io.fork``: knowing that a client is used in a forked child of the process that
+  started it (``UsedAfterFork``).
 
 Named for what it holds (I/O for MCP), with a leading underscore: nothing here is public API.
 """
