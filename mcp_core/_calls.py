@@ -36,6 +36,7 @@ from ._connection import Connection, Requests, Work
 from ._eras import LOG_LEVEL_META, modern_meta
 from ._errors import (
     Busy,
+    InvalidArguments,
     InvalidResponse,
     JsonRpcError,
     McpError,
@@ -53,6 +54,7 @@ from ._events import (
     Subscribe,
     Unsubscribe,
 )
+from ._json import unsendable
 from ._models import Tool
 from ._output_schema import OutputSchemas
 from ._phases import Phase
@@ -124,6 +126,17 @@ class Requester(Requests, Protocol):
 
     def cancel(self, connection: Connection, request_id: int) -> bool:
         """Stop waiting for ``request_id`` on the transport; True: tell the server too."""
+
+
+def _unsendable(method: str, root: str, value: object, meta: object) -> InvalidArguments | None:
+    """Refuse a request whose ``value`` (arguments or params) or ``_meta`` JSON cannot carry,
+    before it is admitted: encoded later, when a slot frees, it would fail in the middle of
+    another caller's answer, with a slot already taken."""
+    for name, part in ((root, value), ("_meta", meta)):
+        found = None if part is None else unsendable(part)
+        if found is not None:
+            return InvalidArguments(method, name + found[0], found[1])
+    return None
 
 
 class Calls:
@@ -250,6 +263,10 @@ class Calls:
 
     def request(self, event: Request) -> None:
         """A caller sends any other request."""
+        refusal = _unsendable(event.method, "params", event.params, event.meta)
+        if refusal is not None:
+            self._reply(event.ticket, error=refusal)
+            return
         if self._refused(event.ticket, event.method):
             return
         if event.method == "logging/setLevel" and self._modern():
@@ -363,7 +380,11 @@ class Calls:
             # Every unused reservation handed to a call is settled exactly once by the client.
             reserved=facts is not None and facts.get("fresh") is True,
         )
-        refusal = self._unmetered(event.name, facts)
+        refusal: McpError | None = _unsendable(
+            "tools/call", "arguments", event.arguments, event.meta
+        )
+        if refusal is None:
+            refusal = self._unmetered(event.name, facts)
         if refusal is not None:
             self._admission.settle(work, commit=False)
             self._reply(event.ticket, error=refusal)
@@ -522,9 +543,11 @@ class Calls:
 
     def _on_list_page(self, connection: Connection, work: Work, result: Mapping[str, Any]) -> None:
         assert work.items is not None and work.cursors is not None  # a list's work
-        cursor, problem, warning = list_page(work.kind, result, work.items, work.cursors)
+        cursor, problem, warning = list_page(
+            work.kind, result, work.items, work.cursors, self._spec.max_list_pages
+        )
         if problem is not None:
-            self.finish(work, error=InvalidResponse(work.method, problem))
+            self.finish(work, error=problem)
             return
         # 2026-07-28 server/utilities/caching: ttlMs absent "treat as 0", negative as 0; the
         # list lives as long as its shortest-lived page. Legacy servers send none.

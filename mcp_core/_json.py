@@ -28,11 +28,13 @@ the same:
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-__all__ = ["MAX_NESTING", "dumps_line", "loads"]
+__all__ = ["MAX_NESTING", "dumps_line", "loads", "unsendable"]
 
 MAX_NESTING = 512
 
@@ -101,3 +103,84 @@ def _deeper(value: object, limit: int) -> bool:
         if not level:
             return False
     return True
+
+
+# What to do instead, for the values callers most often pass by mistake.
+_HINTS = {
+    "set": "a set (pass a list)",
+    "frozenset": "a frozenset (pass a list)",
+    "bytes": "bytes (pass text, or base64 it)",
+    "bytearray": "a bytearray (pass text, or base64 it)",
+    "datetime": "a datetime (pass .isoformat())",
+    "date": "a date (pass .isoformat())",
+    "Decimal": "a Decimal (pass a str or a float)",
+}
+
+
+def unsendable(value: object) -> tuple[str, str] | None:
+    """Why ``value`` cannot be sent as JSON, or None when it can: the path from ``value`` to
+    the first part that cannot be (``.items[2]``; empty for ``value`` itself) and what is
+    wrong with it. Costs one encode when ``value`` can be sent; only a refused value is walked,
+    without recursion, so a cycle or 100,000 levels of nesting are named, not a
+    ``RecursionError``."""
+    try:
+        dumps_line(value)
+    except (TypeError, ValueError, RecursionError):
+        return _first_unsendable(value)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Up:
+    """The containers above a value (a linked list, shared by siblings)."""
+
+    ident: int
+    above: _Up | None
+
+
+def _first_unsendable(value: object) -> tuple[str, str]:
+    stack: list[tuple[object, str, int, _Up | None]] = [(value, "", 0, None)]
+    while stack:
+        item, path, depth, up = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth >= MAX_NESTING:
+                return f"{path[:40]}...{path[-20:]}", f"is nested deeper than {MAX_NESTING} levels"
+            ident, above = id(item), up
+            while above is not None:
+                if above.ident == ident:
+                    return path, "contains itself (a cycle)"
+                above = above.above
+            here = _Up(ident, up)
+            if isinstance(item, dict):
+                inner: list[tuple[object, str, int, _Up | None]] = []
+                for key, entry in item.items():
+                    if not isinstance(key, str | int | float | bool) and key is not None:
+                        return path, f"has a key of type {type(key).__name__} (keys are str)"
+                    if isinstance(key, float) and not math.isfinite(key):
+                        return path, f"has the key {key!r} (not a JSON number)"
+                    inner.append((entry, f"{path}{_segment(str(key))}", depth + 1, here))
+                stack.extend(reversed(inner))
+            else:
+                stack.extend(
+                    (entry, f"{path}[{index}]", depth + 1, here)
+                    for index, entry in reversed(list(enumerate(item)))
+                )
+            continue
+        if isinstance(item, float) and not math.isfinite(item):
+            return path, f"is {item!r} (not a JSON number)"
+        try:
+            dumps_line(item)
+        except (TypeError, ValueError):
+            kind = type(item).__name__
+            article = "an" if kind[:1].lower() in "aeiou" else "a"
+            return path, f"is {_HINTS.get(kind, f'{article} {kind}')}, not a JSON value"
+    # Every part can be sent: the encoder ran out of stack (nesting within MAX_NESTING, but
+    # encoded from a call stack already deep).
+    return "", "is nested too deeply to encode here"
+
+
+def _segment(key: str) -> str:
+    """``.name`` for a key that reads as a name, else ``["key"]`` (cut to 40 characters)."""
+    if key.isidentifier():
+        return f".{key[:40]}"
+    return f"[{key[:40]!r}]"

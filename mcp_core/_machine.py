@@ -118,10 +118,7 @@ from ._models import Status
 from ._oauth_settings import OAuthSettings
 from ._opening import Opening
 from ._phases import SESSION_TABLE, Phase, SessionPhase, Step, session_step
-from ._results import (
-    MAX_INPUT_ROUNDS,
-    MAX_TOOL_PAGES,
-)
+from ._results import MAX_INPUT_ROUNDS
 from ._server_requests import ELICITATION_MODES, HANDLED_REQUESTS, ServerRequests
 from ._spec import Spec
 from ._stdio_transport import StdioTransport
@@ -135,7 +132,6 @@ __all__ = [
     "CLOSE_MARGIN",
     "HANDLED_REQUESTS",
     "MAX_INPUT_ROUNDS",
-    "MAX_TOOL_PAGES",
     "SessionMachine",
 ]
 

@@ -10,7 +10,13 @@ from typing import Any
 
 from . import _jsonrpc as rpc
 from ._eras import MODERN_VERSION
-from ._errors import InvalidResponse, JsonRpcError, McpError, UrlElicitationRequired
+from ._errors import (
+    InvalidResponse,
+    JsonRpcError,
+    ListTooLong,
+    McpError,
+    UrlElicitationRequired,
+)
 from ._models import (
     CallToolResult,
     Completion,
@@ -26,7 +32,6 @@ from ._server_requests import MAX_ELICITATIONS
 __all__ = [
     "LISTS",
     "MAX_INPUT_ROUNDS",
-    "MAX_TOOL_PAGES",
     "call_result",
     "input_requests",
     "list_page",
@@ -38,9 +43,6 @@ __all__ = [
 # 2026-07-28 basic/patterns/mrtr: the server may answer input_required again and again; a
 # client that gives up needs no error answer. We give up after this many rounds.
 MAX_INPUT_ROUNDS = 8
-
-# tools/list pagination guard: a server that pages forever must not hold a caller forever.
-MAX_TOOL_PAGES = 100
 
 
 def call_result(result: Mapping[str, Any]) -> tuple[CallToolResult | None, McpError | None]:
@@ -66,10 +68,14 @@ LISTS: dict[str, tuple[str, str, Callable[[object], object]]] = {
 
 
 def list_page(
-    kind: str, result: Mapping[str, Any], items: list[Any], cursors: set[str]
-) -> tuple[str | None, str | None, str | None]:
+    kind: str, result: Mapping[str, Any], items: list[Any], cursors: set[str], max_pages: int
+) -> tuple[str | None, McpError | None, str | None]:
     """Add a page of list ``kind`` to ``items``. Returns (the cursor of the next page to ask
-    for, or None when the list is complete; a problem that fails the list; a warning)."""
+    for, or None when the list is complete; an error that fails the list; a warning).
+
+    ``cursors`` holds the cursors already asked for (one per page after the first): a list
+    that would need more than ``max_pages`` pages fails with ``ListTooLong`` rather than
+    coming back cut short, since a partial tool list looks complete to its reader."""
     method, key, parse = LISTS[kind]
     raw = result.get(key)
     try:
@@ -77,13 +83,14 @@ def list_page(
             raise ValueError(f"{key!r} is missing or not a list")
         items.extend(parse(item) for item in raw)
     except ValueError as exc:
-        return None, str(exc), None
+        return None, InvalidResponse(method, str(exc)), None
     cursor = result.get("nextCursor")
     # 2026-07-28 pagination: only an absent or null nextCursor ends the list.
     if isinstance(cursor, str) and cursor not in cursors:
-        if len(cursors) + 1 < MAX_TOOL_PAGES:
+        pages = len(cursors) + 1
+        if pages < max_pages:
             return cursor, None, None
-        return None, None, f"{method} stopped after {MAX_TOOL_PAGES} pages"
+        return None, ListTooLong(method, pages, len(items)), None
     if isinstance(cursor, str):
         return None, None, f"{method} repeated a cursor; stopped paging"
     return None, None, None

@@ -82,6 +82,7 @@ _PLAIN_FIELDS = frozenset(
         "pool_size",
         "queue_limit",
         "max_message_bytes",
+        "max_list_pages",
         "jitter_seed",
         *_TIMEOUT_FIELDS,
     }
@@ -150,6 +151,7 @@ class Spec:
     era: Era = "auto"
     prices: Mapping[str, int] = field(default_factory=_empty)
     max_message_bytes: int = 8 * 1024 * 1024
+    max_list_pages: int = 1000
     probe_timeout: float = 2.0
     shutdown_grace: float = 2.0
     jitter_seed: int = 0
@@ -248,7 +250,12 @@ class Spec:
                     f"{name!r} must be a positive number of seconds, got {_show_number(value)}"
                 )
             self._set(name, seconds)
-        for name, minimum in (("pool_size", 1), ("queue_limit", 0), ("max_message_bytes", 1)):
+        for name, minimum in (
+            ("pool_size", 1),
+            ("queue_limit", 0),
+            ("max_message_bytes", 1),
+            ("max_list_pages", 1),
+        ):
             value = getattr(self, name)
             if not _is_int(value) or value < minimum:
                 got = _show_number(value)

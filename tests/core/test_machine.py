@@ -901,17 +901,6 @@ def test_repeated_cursor_stops_paging() -> None:
     assert any(isinstance(a, core.Log) and "repeated" in a.message for a in h.actions)
 
 
-def test_page_cap_stops_paging() -> None:
-    h = Harness()
-    h.connect_legacy()
-    t = h.list_tools()
-    page = 0
-    while t not in h.replies:
-        page += 1
-        h.answer(h.last_request("tools/list")["id"], {"tools": [], "nextCursor": f"p{page}"})
-    assert page == 100 and h.result(t) == []
-
-
 @pytest.mark.parametrize("result", [{"tools": "x"}, {"tools": [{"name": 1}]}, {}])
 def test_malformed_tools_list_is_invalid_response(result: dict) -> None:
     h = Harness()
