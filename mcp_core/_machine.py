@@ -114,6 +114,7 @@ from ._events import (
 )
 from ._http_transport import HttpTransport
 from ._jitter import Jitter, backoff_delay
+from ._json import unsendable
 from ._models import Status
 from ._oauth_settings import OAuthSettings
 from ._opening import Opening
@@ -511,6 +512,15 @@ class SessionMachine:
         asker = self._asks.answered(event.handle)
         if asker is None:
             return
+        found = None if event.result is None else unsendable(event.result)
+        if found is not None:
+            # A handler's answer JSON cannot carry fails like a handler that raised: the server
+            # is answered with an error and the application is told which value it was.
+            path, problem = found
+            self.log("WARNING", f"a server request's handler answered with result{path} {problem}")
+            event = ServerRequestAnswered(
+                now=event.now, handle=event.handle, failed=f"its answer is not JSON ({problem})"
+            )
         connection, request_id = asker
         if isinstance(connection, int):  # an input round of a call: (ticket, input key)
             self._calls.input_answered(connection, str(request_id), event)

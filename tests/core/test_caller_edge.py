@@ -197,3 +197,32 @@ def test_nesting_the_encoder_has_no_stack_left_for_is_refused_not_raised() -> No
     error = h.error(t)
     assert isinstance(error, core.InvalidArguments) and "too deeply" in error.problem
     assert h.messages() == []
+
+
+def test_a_handler_answer_json_cannot_carry_fails_like_a_handler_that_raised() -> None:
+    h = Harness(era="legacy")
+    h.machine = core.SessionMachine(h.spec, handlers=["elicitation"])
+    h.feed(core.Connect(now=0.0))
+    h.spawned()
+    init = h.last_request("initialize")
+    h.answer(init["id"], {"protocolVersion": "2025-11-25", "capabilities": {}})
+    h.take()
+    params = {"message": "name?", "requestedSchema": {"type": "object"}}
+    h.stdout({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": params})
+    [ask] = h.of(core.HandleServerRequest)
+    h.take()
+    answer = {"action": "accept", "content": {"when": datetime.date(2026, 1, 1)}}
+    h.feed(core.ServerRequestAnswered(now=0.0, handle=ask.handle, result=answer))
+    assert h.messages() == [
+        {
+            "jsonrpc": "2.0",
+            "id": "e1",
+            "error": {
+                "code": -32603,
+                "message": "the client's handler failed: its answer is not JSON "
+                "(is a date (pass .isoformat()), not a JSON value)",
+            },
+        }
+    ]
+    [log] = [a for a in h.of(core.Log) if a.level == "WARNING"]
+    assert "result.content.when is a date" in log.message
