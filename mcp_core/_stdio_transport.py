@@ -5,9 +5,27 @@ It turns a connection into a process and back: ``open`` asks the driver for a ``
 (with a fresh generation), messages go out as ``WriteStdin`` lines, the process's stdout is
 split into messages by a size-capped ``LineDecoder``, its stderr kept in a ring for error
 messages, and stopping a process walks the stop table (close stdin, SIGTERM to the group,
-SIGKILL, each after ``shutdown_grace``; then the process is given up on). A broken pipe is
-nearly always the server exiting: the failure waits up to ``shutdown_grace`` for
-``ProcessExited`` so that it can name the exit code and the last stderr.
+SIGKILL, each after ``shutdown_grace``; then the process is given up on).
+
+A pipe that ends is a dead connection: without stdout nothing more is answered, without
+stdin nothing more is asked (basic/transports §stdio: the server reads messages from its
+stdin and sends messages to its stdout; there is no other way in or out). The end of stdout
+(``StdoutClosed``) and a write that fails (``WriteFailed``: the server closed its stdin)
+nearly always mean the server is exiting, and ``ProcessExited`` follows at once. So the
+failure waits up to ``shutdown_grace`` for it: an exit is then reported as one, with its code
+and the last of stderr, exactly as an exit without the pipe event before it. A process still
+running by then closed the pipe and lives on: its calls fail with ``ServerExited`` saying so
+("closed its stdout while still running"), and it is stopped like any failed connection and
+restarted once it exited.
+
+Why wait, and why ``shutdown_grace``: the exit code and the whole stderr tail (a traceback)
+are what a user needs, and only ``ProcessExited`` carries the one and comes after the other
+(the drivers of this package give stderr up to 1 s after the exit to drain). Failing at once
+would lose both in the common case to serve the rare one. ``shutdown_grace`` is already how
+long the client gives a process to leave by itself (after closing its stdin, after SIGTERM),
+it is longer than that drain by default (2 s), and a user who wants a dead pipe noticed
+sooner lowers it. The cost: a call made or due during the wait ends up to ``shutdown_grace``
+later than it could have (or at its own deadline, if that comes first).
 
 Every process event carries the generation of the ``Spawn`` that started its process; events
 of any other generation (a process given up on, or replaced) are dropped here, and nowhere
@@ -63,7 +81,9 @@ class _Pipe:
     alive: bool = False  # spawned and not exited
     stop: StopStage = StopStage.NONE
     stop_deadline: float | None = None
-    broken_pipe_deadline: float | None = None  # a write failed: fail then unless it exited
+    # A pipe ended while the process runs: the connection fails then unless it exited.
+    exit_deadline: float | None = None
+    ended: list[str] = field(default_factory=list)  # which pipes ended: "stdout", "stdin"
 
 
 class StdioTransport:
@@ -84,7 +104,8 @@ class StdioTransport:
     def open(self, connection: Connection) -> bool:
         """Spawn a new process for ``connection``; False: it is not up yet (wait for it)."""
         pipe = self._state[connection.index]
-        pipe.broken_pipe_deadline = None
+        pipe.exit_deadline = None
+        pipe.ended.clear()
         pipe.decoder = LineDecoder(self._spec.max_message_bytes)
         pipe.stderr.clear()
         self._generations += 1
@@ -132,6 +153,7 @@ class StdioTransport:
         pipe = self._state[connection.index]
         # Legacy basic/lifecycle §Shutdown (stdio): close stdin, wait, SIGTERM, wait, SIGKILL.
         pipe.stop = stop_step(pipe.stop, Step.SHUT_DOWN)
+        pipe.exit_deadline = None  # a pipe that ended: the stop sequence waits for the exit now
         pipe.stop_deadline = self._session.now + self._spec.shutdown_grace
         self._out.append(CloseStdin(slot=connection.index))
         return True
@@ -148,20 +170,24 @@ class StdioTransport:
     def next_deadline(self, best: float | None) -> float | None:
         """The earlier of ``best`` and this layer's own deadlines."""
         for pipe in self._state:
-            for t in (pipe.stop_deadline, pipe.broken_pipe_deadline):
+            for t in (pipe.stop_deadline, pipe.exit_deadline):
                 if t is not None and (best is None or t < best):
                     best = t
         return best
 
     def expire(self, connection: Connection, now: float) -> None:
-        """The next stop stage, or the end of waiting for an exit after a broken pipe."""
+        """The next stop stage, or the end of waiting for an exit after a pipe ended: the
+        process lives on without it, a dead connection (during the handshake the session
+        makes it a ``ConnectFailed`` with this cause)."""
         pipe = self._state[connection.index]
         if pipe.stop_deadline is not None and pipe.stop_deadline <= now:
             self._escalate(connection, pipe)
-        if pipe.broken_pipe_deadline is not None and pipe.broken_pipe_deadline <= now:
-            pipe.broken_pipe_deadline = None
-            if pipe.alive and connection.failure is None and not self._session.closing:
-                self._session.fail(connection, ServerExited(None, pipe.stderr.tail()))
+        if pipe.exit_deadline is not None and pipe.exit_deadline <= now:
+            # Any failure, and Close, stop the process (``close``), which ends the wait: so
+            # here the connection has not failed yet.
+            pipe.exit_deadline = None
+            what = f"closed its {' and its '.join(pipe.ended)} while still running"
+            self._session.fail(connection, ServerExited(None, pipe.stderr.tail(), what))
 
     def resume_due(self, connection: Connection, now: float) -> None:
         """Nothing to resume on stdio."""
@@ -210,9 +236,13 @@ class StdioTransport:
         elif isinstance(event, ProcessExited):
             self._exited(connection, pipe, event.returncode)
         elif isinstance(event, WriteFailed):
-            self._on_write_failed(connection, pipe, event.reason)
+            if self._pipe_ended(pipe, "stdin"):
+                self._session.log(
+                    "DEBUG", f"slot {connection.index}: {event.reason}; waiting for the exit"
+                )
         else:
             self._session.log("DEBUG", f"slot {event.slot}: stdout closed")
+            self._pipe_ended(pipe, "stdout")
 
     def _on_stdout(self, connection: Connection, pipe: _Pipe, data: bytes) -> None:
         for frame in pipe.decoder.feed(data):
@@ -235,20 +265,20 @@ class StdioTransport:
         was = connection.phase
         connection.move(ProcessExited)
         pipe.alive = False
-        pipe.broken_pipe_deadline = None
+        pipe.exit_deadline = None
         pipe.stop = stop_step(pipe.stop, ProcessExited)
         pipe.stop_deadline = None
         self._session.exited(connection, was, returncode, pipe.stderr.tail())
 
-    def _on_write_failed(self, connection: Connection, pipe: _Pipe, reason: str) -> None:
-        # A broken pipe is nearly always the server exiting: its exit status and stderr say
-        # more than "broken pipe", so the failure waits up to shutdown_grace for
-        # ProcessExited; a server that closed its stdin and lives on is failed then.
-        if (
-            pipe.alive
-            and connection.failure is None
-            and not self._session.closing
-            and pipe.broken_pipe_deadline is None
-        ):
-            pipe.broken_pipe_deadline = self._session.now + self._spec.shutdown_grace
-            self._session.log("DEBUG", f"slot {connection.index}: {reason}; waiting for the exit")
+    def _pipe_ended(self, pipe: _Pipe, which: str) -> bool:
+        """``which`` pipe of the process ended: unless the process is gone or being stopped
+        already, wait up to ``shutdown_grace`` for its exit (see the module docstring). True
+        when this starts the wait."""
+        if not pipe.alive or pipe.stop is not StopStage.NONE:
+            return False
+        if which not in pipe.ended:
+            pipe.ended.append(which)
+        if pipe.exit_deadline is not None:
+            return False  # one wait, from the first end
+        pipe.exit_deadline = self._session.now + self._spec.shutdown_grace
+        return True

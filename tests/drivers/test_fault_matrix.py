@@ -67,6 +67,15 @@ TRANSPORTS = {
 # fault -> what the server does, per transport where it differs (the docs' wording).
 FAULTS = {
     "server exits mid-call": "stdio: the process exits; HTTP: the server stops, connections cut",
+    "server closes stdout": (
+        "the process closes its stdout mid-call and lives on (it still reads stdin); the client "
+        "waits `shutdown_grace` (1 s here) for an exit, then stops and restarts it"
+    ),
+    "server closes stdin": (
+        "the process closes its stdin mid-call and lives on, then pings the client: the answer "
+        "is the write that fails (a client learns of a closed stdin only when it writes); the "
+        "client waits `shutdown_grace` (1 s here) for an exit, then stops and restarts it"
+    ),
     "server hangs": "never answers the call (HTTP+SSE: accepts the POST, never sends the answer)",
     "garbage": "the answer is not JSON (stdio: non-JSON lines first, then the answer)",
     "a 20 MiB line": "one 20 MiB message: a stdout line, or one SSE event",
@@ -117,6 +126,8 @@ class Row:
 ROWS = [
     # stdio
     Row("stdio", "server exits mid-call", "ServerExited", "ServerExited"),
+    Row("stdio", "server closes stdout", "ServerExited", "ServerExited"),
+    Row("stdio", "server closes stdin", "ServerExited", "ServerExited"),
     Row("stdio", "server hangs", "RequestTimeout"),
     Row("stdio", "garbage", "result"),
     Row("stdio", "a 20 MiB line", "MessageTooLarge"),
@@ -229,6 +240,10 @@ RETRY_AFTER = 1
 SECRET = "fault-matrix-s3cr3t-9f27"  # in every spec; must appear nowhere
 PATHS = itertools.count(1)
 
+# Faults the client names only `shutdown_grace` after they happened (it waits that long for the
+# process to exit, so that an exit is reported with its code): the faulted call's deadline
+# comes later than that.
+CALL_TIMEOUTS = {"server closes stdout": OTHER_TIMEOUT, "server closes stdin": OTHER_TIMEOUT}
 # Faults whose other call starts first, so that it is in flight when the fault comes.
 OTHERS_FIRST = {"404, calls in flight"}
 # Spec fields a fault's row needs beyond the defaults.
@@ -327,6 +342,8 @@ def new_server(transport: str = "legacy") -> HttpFaultServer:
 # What the server does to the faulted call: stdio (tool, arguments); HTTP (kind, options).
 STDIO_CALL_FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "server exits mid-call": ("exit_later", {"delay": 0.1, "code": 3, "stderr": "dying\n"}),
+    "server closes stdout": ("close_stdout", {"delay": 0.1}),
+    "server closes stdin": ("close_stdin", {"delay": 0.1}),
     "server hangs": ("hang", {}),
     "garbage": ("garbage", {}),
     "a 20 MiB line": ("huge", {"mib": 20}),
@@ -396,10 +413,11 @@ async def call_fault_row(run: Run) -> None:
         answers: dict[str, object] = {}
 
         async def faulted() -> None:
+            timeout = CALL_TIMEOUTS.get(row.fault, CALL_TIMEOUT)
             answers["caller"] = await answered(
                 "the faulted call",
-                CALL_TIMEOUT,
-                lambda: client.call_tool(tool, arguments, timeout=CALL_TIMEOUT),
+                timeout,
+                lambda: client.call_tool(tool, arguments, timeout=timeout),
             )
 
         async def other() -> None:
@@ -590,6 +608,9 @@ def test_fault_matrix(row: Row, driver: str) -> None:
         return children == before[0] and threads <= before[1] and fds <= before[2]
 
     wait_until(clean, CLEANUP, message=f"nothing left behind (before: {before}, now: {counts()})")
+    for answer in run.answers:  # an error says what happened, not what is not known
+        if isinstance(answer, core.ServerExited) and answer.code is None:
+            assert "code None" not in str(answer), answer
     for where, text in texts_of(run, records.records):
         assert SECRET not in text, f"the secret is in {where}: {text[:300]}"
 

@@ -39,9 +39,18 @@ fault matrix (tests/drivers/test_fault_matrix.py):
   invalid_utf8             -> answers with a text whose bytes are not UTF-8 (b"caf\xff\xfe")
   exit_later {delay, code, stderr}
                            -> like `exit`, `delay` seconds (default 0.2) after the call arrived
+  close_stdout {delay}     -> `delay` seconds (default 0.1) after the call arrived, points fd 1
+                              at /dev/null (the client reads the end of stdout) and lives on,
+                              serving stdin; never answered
+  close_stdin {delay}      -> on the thread that reads stdin: `delay` seconds (default 0.1)
+                              later, closes fd 0 (what the client sent meanwhile is lost) and
+                              lives on, then sends request ping (id "srv-3") to the client,
+                              whose answer is the write that fails; never answered
 
-Each tools/call runs on its own thread, so `hang` or `slow_progress` never blocks `echo`.
-On stdin EOF the server exits with status 0 (unless --ignore-stdin-eof).
+Each tools/call runs on its own thread, so `hang` or `slow_progress` never blocks `echo`
+(`close_stdin` excepted: it runs on the thread that reads stdin).
+On stdin EOF the server exits with status 0 (unless --ignore-stdin-eof, or `close_stdin`
+closed it: then it runs until a signal ends it).
 """
 
 from __future__ import annotations
@@ -99,6 +108,7 @@ class FaultServer:
         self.cancelled_ids: list[Any] = []
         # Requests this server sent to the client: id -> (event set on answer, answer slot).
         self.waiting: dict[str, tuple[threading.Event, list[Any]]] = {}
+        self.stdin_closed = False  # by the tool close_stdin: stop reading, live on
 
     # --- output ---
 
@@ -146,6 +156,8 @@ class FaultServer:
                 continue
             if isinstance(message, dict):
                 self.dispatch(message)
+            if self.stdin_closed:
+                return
 
     def dispatch(self, message: dict[str, Any]) -> None:
         method = message.get("method")
@@ -154,6 +166,8 @@ class FaultServer:
             self.on_client_answer(message)
         elif request_id is None:
             self.on_notification(method, message.get("params") or {})
+        elif method == "tools/call" and (message.get("params") or {}).get("name") == "close_stdin":
+            self.close_stdin(message["params"].get("arguments") or {})
         elif method == "tools/call":
             threading.Thread(target=self.call_tool, args=(message,), daemon=True).start()
         else:
@@ -276,6 +290,14 @@ class FaultServer:
         else:
             self.error(request_id, -32602, f"Unknown tool: {name}")
 
+    def close_stdin(self, args: dict[str, Any]) -> None:
+        """On the thread that reads stdin (no read of fd 0 is under way, so closing it really
+        closes the pipe): close it, and ask the client something to make it write."""
+        time.sleep(float(args.get("delay", 0.1)))
+        os.close(0)
+        self.stdin_closed = True
+        self.send({"jsonrpc": "2.0", "id": "srv-3", "method": "ping"})
+
     def huge(self, request_id: Any, mib: float) -> None:
         head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode()
         head += b',"result":{"content":[{"type":"text","text":"'
@@ -335,11 +357,20 @@ def _exit_later(server: FaultServer, request_id: Any, args: dict[str, Any]) -> N
     os._exit(int(args.get("code", 1)))
 
 
+def _close_stdout(server: FaultServer, request_id: Any, args: dict[str, Any]) -> None:
+    time.sleep(float(args.get("delay", 0.1)))
+    with server.write_lock:  # not in the middle of a line
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)  # the pipe's only write end: the client reads its end
+        os.close(devnull)
+
+
 MATRIX_TOOLS = {
     "garbage": _garbage,
     "deep_nesting": _deep_nesting,
     "invalid_utf8": _invalid_utf8,
     "exit_later": _exit_later,
+    "close_stdout": _close_stdout,
 }
 
 
@@ -355,7 +386,7 @@ def main() -> None:
     if options.banner:
         server.write_raw(b"starting fault server v1\n")
     server.serve()
-    if options.ignore_stdin_eof:
+    if options.ignore_stdin_eof or server.stdin_closed:
         threading.Event().wait()  # until a signal ends the process
     # Threads may still hold a hung call; they are daemons, but exit at once all the same.
     sys.stderr.flush()
