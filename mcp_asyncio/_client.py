@@ -7,13 +7,16 @@ read by callbacks, see ``_process``). The one timer is re-armed to ``machine.nex
 when a feed moves it earlier: on asyncio a handle in the event loop's own timer heap (shared
 by every client on the loop, no task), on trio a timer task. Callers wait on one ``_Waiter``
 per ticket (a bare future on asyncio). There is no protocol decision here.
+
+A caller that gives up withdraws, with its own ticket, every other waiter that has given up in
+the same moment (one cancel scope over many calls), so that the machine frees their slots at
+once and promotes none of their queued calls into a slot one of them freed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import functools
 import inspect
 import itertools
@@ -113,37 +116,108 @@ def _now() -> float:
     return time.monotonic()
 
 
-@dataclasses.dataclass(slots=True)
 class _Waiter:
     """A caller waiting for the ``Reply`` to its ticket.
 
-    On asyncio the wait is a bare future of the running loop: an ``anyio.Event`` per call cost
-    a backend lookup, an ``asyncio.Event`` and its own future (bench/results/REPORT.md). Trio
-    waits on anyio's event. Cancelling the waiting task cancels the future; a reply that comes
-    later is dropped by ``_perform`` (the waiter was removed first).
+    A reply that comes after its caller gave up is dropped by ``_perform`` (the waiter was
+    removed first). ``abandoned()`` says that the caller's task has been cancelled (or
+    interrupted) in its wait and will raise there, though it may not have run yet: when one
+    cancel scope ends many waits at once, the first of them to run withdraws them all.
     """
+
+    __slots__ = ("progress", "reply", "ticket")
 
     ticket: int
     progress: ProgressCallback | None
-    future: asyncio.Future[None] | None
-    event: anyio.Event | None = None
-    reply: Reply | None = None
+    reply: Reply | None  # set once answered
+
+    def set(self, reply: Reply) -> None:
+        raise NotImplementedError
+
+    async def wait(self) -> None:
+        raise NotImplementedError
+
+    def abandoned(self) -> bool:
+        raise NotImplementedError
+
+
+class _FutureWaiter(_Waiter):
+    """asyncio: a bare future of the client's loop (an ``anyio.Event`` per call cost a backend
+    lookup, an ``asyncio.Event`` and its own future: bench/results/REPORT.md).
+
+    ``Task.cancel()`` cancels the future its task waits on, at once (asyncio's documentation
+    of ``Task.cancel``), and a cancelled anyio cancel scope calls it, in one pass, for every
+    task of the scope that has started; a task that has not started yet has no waiter (it is
+    cancelled at its first wait, in a later pass). So ``future.cancelled()`` tells a waiter
+    whose task has not run its ``except`` block yet."""
+
+    __slots__ = ("future",)
+
+    def __init__(
+        self, ticket: int, progress: ProgressCallback | None, future: asyncio.Future[None]
+    ) -> None:
+        self.ticket = ticket
+        self.progress = progress
+        self.reply = None
+        self.future = future
 
     def set(self, reply: Reply) -> None:
         self.reply = reply
-        if self.future is not None:
-            if not self.future.done():
-                self.future.set_result(None)
-        else:
-            assert self.event is not None
-            self.event.set()
+        if not self.future.done():  # cancelled: its caller gave up
+            self.future.set_result(None)
 
     async def wait(self) -> None:
-        if self.future is not None:
-            await self.future
-        else:
-            assert self.event is not None
-            await self.event.wait()
+        await self.future
+
+    def abandoned(self) -> bool:
+        return self.future.cancelled()
+
+
+@functools.cache
+def _trio_waiter() -> Callable[[int, ProgressCallback | None], _Waiter]:
+    """trio: the waiting task sleeps in ``trio.lowlevel.wait_task_rescheduled``, and its abort
+    function, which trio calls at once for every task of a cancel scope that is cancelled
+    (trio's documentation of ``wait_task_rescheduled``), marks the waiter abandoned. trio is
+    imported here, once a client runs on it."""
+    import trio
+
+    lowlevel = trio.lowlevel
+    reschedule, current_task = lowlevel.reschedule, lowlevel.current_task
+    checkpoint, wait_task_rescheduled = lowlevel.checkpoint, lowlevel.wait_task_rescheduled
+    succeeded = lowlevel.Abort.SUCCEEDED
+
+    class _TrioWaiter(_Waiter):
+        __slots__ = ("gone", "task")
+
+        def __init__(self, ticket: int, progress: ProgressCallback | None) -> None:
+            self.ticket = ticket
+            self.progress = progress
+            self.reply = None
+            self.task: trio.lowlevel.Task | None = None
+            self.gone = False
+
+        def set(self, reply: Reply) -> None:
+            self.reply = reply
+            task, self.task = self.task, None
+            if task is not None:
+                reschedule(task)
+
+        async def wait(self) -> None:
+            if self.reply is not None:
+                await checkpoint()  # answered at once (a cached list): still a checkpoint
+                return
+            self.task = current_task()
+            await wait_task_rescheduled(self._abort)
+
+        def _abort(self, raise_cancel: object) -> trio.lowlevel.Abort:
+            self.task = None
+            self.gone = True
+            return succeeded
+
+        def abandoned(self) -> bool:
+            return self.gone
+
+    return _TrioWaiter
 
 
 class Client:
@@ -241,6 +315,8 @@ class Client:
         self._timing = False  # asyncio: feeds can (re)arm the timer
         self._host_scope: anyio.CancelScope | None = None  # made in start(): needs a loop
         self._loop: asyncio.AbstractEventLoop | None = None  # set on asyncio (see _Waiter)
+        # trio: _trio_waiter()
+        self._waiter_class: Callable[[int, ProgressCallback | None], _Waiter] | None = None
 
     @property
     def name(self) -> str:
@@ -288,6 +364,7 @@ class Client:
             host = await stack.enter_async_context(anyio.create_task_group())
             stack.push_async_callback(self._shutdown)
             if self._loop is None:
+                self._waiter_class = _trio_waiter()
                 self._deadline_changed = anyio.Event()
             else:
                 self._timer_context = callback_context()
@@ -604,7 +681,7 @@ class Client:
         except BaseException:
             if self._waiters.pop(waiter.ticket, None) is not None:
                 # Gave up before the answer: the machine drops the work and sends no reply.
-                self._feed(CancelCall(now=_now(), ticket=waiter.ticket))
+                self._withdraw(waiter.ticket)
             raise
         assert waiter.reply is not None
         if waiter.reply.error is not None:
@@ -617,12 +694,23 @@ class Client:
         ticket = next(self._tickets)
         event = make(ticket)  # may raise ValueError for a bad timeout; nothing registered yet
         if self._loop is not None:
-            waiter = _Waiter(ticket, progress, self._loop.create_future())
+            waiter: _Waiter = _FutureWaiter(ticket, progress, self._loop.create_future())
         else:
-            waiter = _Waiter(ticket, progress, None, anyio.Event())
+            assert self._waiter_class is not None
+            waiter = self._waiter_class(ticket, progress)
         self._waiters[ticket] = waiter
         self._feed(event)
         return waiter
+
+    def _withdraw(self, ticket: int) -> None:
+        """Cancel ``ticket`` and, with it, every waiter abandoned in the same moment whose task
+        has not run its own ``except`` block yet (they then find nothing to cancel): one
+        ``CancelCall``, so that no slot one of them frees goes to another one's queued call."""
+        waiters = self._waiters
+        others = tuple(other for other, waiter in waiters.items() if waiter.abandoned())
+        for other in others:
+            del waiters[other]
+        self._feed(CancelCall(now=_now(), ticket=ticket, others=others))
 
     # --- the loop ------------------------------------------------------------------------
 
