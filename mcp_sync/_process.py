@@ -58,6 +58,17 @@ own thread too (``write(alone=True)``), so a sequential call needs no other thre
   (StdoutClosed, then ProcessExited once it is reaped and stderr ended) and closes the
   wake-up pipe. ``kill`` ends any lease, so stop() never waits for one.
 
+Theory of operation: fork
+-------------------------
+``os.fork()`` copies only the thread that forks (POSIX ``fork``): in a child the shared threads
+do not exist, and ``SharedLoop`` objects copied in a started state would never run a callback.
+``_after_fork_in_child`` (``os.register_at_fork``) forgets them, so the first client made in
+the child starts threads of its own, and closes the child's copies of their descriptors and of
+every server pipe: those stay open in the parent, whose sessions go on unaffected, and a
+server still sees EOF on stdin when the parent closes its end. The clients copied into the
+child refuse every use there (``UsedAfterFork``, ``_mcp_io/fork.py``) and never reach this
+module.
+
 Lock order: ``_reading`` -> the client's lock -> ``_turns`` (and ``_freed``, the same lock)
 or ``_stdin_lock`` -> a shared loop's lock. Only ``_reading`` is held across a wait for data or
 a callback; the others are held only for non-blocking work (a non-blocking pipe write
@@ -72,12 +83,14 @@ import itertools
 import logging
 import math
 import os
+import queue
 import select
 import selectors
 import signal
 import subprocess
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import ClassVar, Literal
@@ -137,9 +150,9 @@ class SharedLoop:
     gives it back; the last release ends its thread and joins it (unless called from it).
 
     ``call_soon`` and ``call_at`` may be called from any thread; ``watch`` and ``unwatch`` only
-    from the loop's own thread (use ``call_soon`` to get there). A callback that raises is
-    logged; the loop goes on. After the last release the thread ends once no file descriptor
-    is watched and no timer is left.
+    from the loop's own thread (use ``call_soon`` to get there); ``hand_over`` from anywhere,
+    a finalizer at gc time included. A callback that raises is logged; the loop goes on. After
+    the last release the thread ends once no file descriptor is watched and no timer is left.
     """
 
     _guard = threading.Lock()
@@ -159,7 +172,11 @@ class SharedLoop:
         self._until = -math.inf  # when the thread's select ends by itself (-inf: not in one)
         self._users = 0
         self._ending = False
+        # Callbacks from hand_over: a queue.SimpleQueue takes them without a lock of ours.
+        self._handed: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._fds_open = True  # False (before they are closed) once the thread ended
         self.thread = threading.Thread(target=self._run, name=f"mcp-sync-{kind}", daemon=True)
+        _LOOPS.add(self)
 
     @classmethod
     def acquire(cls, kind: str) -> SharedLoop:
@@ -192,6 +209,18 @@ class SharedLoop:
             if self._until > -math.inf:  # else the thread is awake and looks before selecting
                 self._wake()
 
+    def hand_over(self, callback: Callable[[], None]) -> None:
+        """``call_soon`` for a caller that may hold any lock of this driver: a finalizer, which
+        runs at gc time in whatever thread collected its object. No lock is taken: the callback
+        goes into a ``queue.SimpleQueue`` (whose ``put`` is reentrant, for such callers: Python
+        docs, queue.SimpleQueue.put) and a byte into the wake-up pipe (a spare byte costs one
+        empty look). Call it only while this loop is acquired (its thread is running)."""
+        self._handed.put(callback)
+        fd = self._wake_w
+        if fd >= 0:
+            with contextlib.suppress(OSError):  # full: a wake-up is pending already
+                os.write(fd, b"\0")
+
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         """Run ``callback`` at ``when`` (``time.monotonic``), unless cancelled first."""
         timer = Timer(callback)
@@ -212,7 +241,7 @@ class SharedLoop:
 
     def _wake(self) -> None:
         """Under ``_lock``: end the thread's select (at most one byte waits in the pipe)."""
-        if not self._woken:
+        if not self._woken and self._wake_w >= 0:  # -1: the thread ended, nobody looks
             self._woken = True
             with contextlib.suppress(BlockingIOError):
                 os.write(self._wake_w, b"\0")
@@ -227,6 +256,7 @@ class SharedLoop:
                     if (
                         self._ending
                         and not self._soon
+                        and self._handed.empty()
                         and len(self._selector.get_map()) <= 1
                         and not any(timer.callback for _, _, timer in self._timers)
                     ):
@@ -237,6 +267,8 @@ class SharedLoop:
                         due.append(heapq.heappop(self._timers)[2].callback)
                     due += self._soon
                     self._soon = []
+                    while not self._handed.empty():
+                        due.append(self._handed.get_nowait())
                     if due:
                         timeout: float | None = 0.0
                     elif self._timers:
@@ -259,9 +291,31 @@ class SharedLoop:
                     else:
                         self._call(key.data)
         finally:
+            with self._lock:
+                self._fds_open = False  # before they are closed: see _close_copies
+                wake_r, wake_w = self._wake_r, self._wake_w
+                self._wake_r = self._wake_w = -1
             self._selector.close()
-            os.close(self._wake_r)
-            os.close(self._wake_w)
+            os.close(wake_r)
+            os.close(wake_w)
+
+    def _close_copies(self) -> None:
+        """In a forked child, where this loop's thread does not exist: close the child's
+        copies of its descriptors (the lock may be a copy held by a parent's thread: not
+        taken; the flag is cleared before the thread closes them, so none is closed twice)."""
+        if self._fds_open:
+            self._fds_open = False
+            self._selector.close()
+            for fd in (self._wake_r, self._wake_w):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._wake_r = self._wake_w = -1
+
+    @classmethod
+    def _forget(cls) -> None:
+        """In a forked child: no loop runs here; the next ``acquire`` starts a new one."""
+        cls._guard = threading.Lock()  # the copy may be held by a parent's thread
+        cls._running = {}
 
     @staticmethod
     def _call(callback: Callable[[], None]) -> None:
@@ -326,6 +380,7 @@ class ProcessSlot:
         self._stderr = -1  # stderr's fd while it is open
         self._pidfd = -1
         self._drain_timer: Timer | None = None
+        _SLOTS.add(self)
 
     def write(self, data: bytes, *, alone: bool = False) -> bool:
         """Write ``data`` to stdin after every write before (a failed write is fed back as
@@ -634,9 +689,11 @@ class ProcessSlot:
             if self._unpark_timer is not None:
                 self._unpark_timer.cancel()
                 self._unpark_timer = None
-            os.close(self._wake_r)
-            os.close(self._wake_w)
+            # Forgotten before closed, so a fork in between never closes them twice.
+            wake_r, wake_w = self._wake_r, self._wake_w
             self._wake_r = self._wake_w = self._stdout = -1
+            os.close(wake_r)
+            os.close(wake_w)
         self._proc.stdout.close()
         self._feed(StdoutClosed(now=self._now(), slot=self.slot, generation=self.generation))
         if hasattr(os, "pidfd_open"):
@@ -661,8 +718,8 @@ class ProcessSlot:
         assert self._proc is not None
         if self._pidfd >= 0:
             self._loop.unwatch(self._pidfd)
-            os.close(self._pidfd)
-            self._pidfd = -1
+            pidfd, self._pidfd = self._pidfd, -1
+            os.close(pidfd)
         self._returncode = self._proc.wait()
         with self._stdin_lock:
             self._close_asked = True
@@ -803,3 +860,40 @@ class ProcessSlot:
             self._out = None
         with contextlib.suppress(OSError):
             self._proc.stdin.close()
+
+    def _close_copies(self) -> None:
+        """In a forked child: close the child's copies of this process's pipes and of the
+        wake-up pipe and pidfd. The parent's stay open (its session is unaffected); the
+        parent's server sees EOF on stdin once the parent closes it, not once every child
+        that inherited it has. No lock is taken (a copy may be held by a parent's thread); a
+        descriptor is forgotten before it is closed, so none is closed twice."""
+        if self._proc is not None:
+            for pipe in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+        for name in ("_wake_r", "_wake_w", "_pidfd"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                setattr(self, name, -1)
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._stdin = self._stdout = self._stderr = -1
+
+
+# Every loop and slot of this process, for the forked child to close its copies of their
+# descriptors (_after_fork_in_child).
+_LOOPS: weakref.WeakSet[SharedLoop] = weakref.WeakSet()
+_SLOTS: weakref.WeakSet[ProcessSlot] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """``os.register_at_fork(after_in_child=...)``: see "Theory of operation: fork"."""
+    SharedLoop._forget()
+    for loop in list(_LOOPS):
+        loop._close_copies()
+    for slot in list(_SLOTS):
+        slot._close_copies()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
