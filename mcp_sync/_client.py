@@ -13,21 +13,38 @@ On stdio, a caller that waits alone (as did the callers of the busy spell before
 request and reads the server's stdout itself, instead of handing both to the I/O thread:
 three thread switches fewer per sequential call (``_process.py``). Many callers at once leave
 both to that thread, which batches.
+
+Theory of operation: a client nobody stopped
+--------------------------------------------
+The shared threads, the HTTP workers and the updates thread hold a client only through weak
+references (``_weakly``), so a client whose owner dropped every reference without calling
+``stop()`` is collected like any object. What it owns outside itself (server processes, shared
+loops, connections) is in ``_Owned``, which holds no reference to the client: its
+``weakref.finalize`` (``_forgotten``) warns (``ResourceWarning``, as an unclosed file does) and
+hands the servers' shutdown to the shared timer thread, which runs it in a thread of its own
+(``_reap``): close stdin, SIGTERM, SIGKILL of the process group, each after
+``shutdown_grace``, as stop() does (MCP 2025-11-25 basic/lifecycle §Shutdown, stdio). At
+interpreter exit (``atexit``) every client still running is stopped by its ``stop()``, all at
+once, with the same warning. A forked child does neither for the clients it inherited: their
+servers are the parent's.
 """
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import os
 import queue
 import threading
 import time
+import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, ParamSpec, cast
 
 from _mcp_io.client import ProgressCallback as ProgressCallback
 from _mcp_io.client import (
@@ -38,6 +55,7 @@ from _mcp_io.client import (
     settle,
     with_data,
 )
+from _mcp_io.fork import Origin
 from _mcp_io.http import client_network
 from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
 from _mcp_io.otel import end_call_span, start_call_span
@@ -88,6 +106,7 @@ from mcp_core import (
     TokenStore,
     Tool,
     Unsubscribe,
+    UsedAfterFork,
     WriteStdin,
 )
 from mcp_core.driver import CompletionRef, completion_params
@@ -110,6 +129,8 @@ _WAIT_SLICE = 0.1
 # How long stop() waits for threads after the machine closed and every child was killed.
 _JOIN_BOUND = 5.0
 
+P = ParamSpec("P")
+
 
 @dataclass(slots=True)
 class _Waiter:
@@ -124,8 +145,74 @@ class _Waiter:
     http: HttpRequest | None = None
 
 
+class _Owned:
+    """What a started client holds outside itself, which ``stop()`` gives back: its server
+    processes (``slots``, the same dict as the client's), the shared loops it acquired, its
+    HTTP connections, its browser step, its updates thread, its recording. It holds no
+    reference to the client, so the finalizer of a client nobody stopped can have it."""
+
+    __slots__ = (
+        "browser",
+        "claimed",
+        "grace",
+        "http",
+        "io",
+        "name",
+        "old_slots",
+        "origin",
+        "reaped",
+        "record_file",
+        "slots",
+        "timer",
+        "timers",
+        "updates",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        grace: float,
+        http: HttpExecutor,
+        browser: BrowserStep,
+        updates: queue.SimpleQueue[tuple[UpdateCallback, str] | None],
+    ) -> None:
+        self.name = name
+        self.grace = grace  # the spec's shutdown_grace
+        self.http = http
+        self.browser = browser
+        self.updates = updates
+        self.slots: dict[int, ProcessSlot] = {}
+        # Replaced processes not yet reaped, kept for stop() to join.
+        self.old_slots: list[ProcessSlot] = []
+        self.origin = Origin()  # the process that started the client (set by start())
+        self.timers: SharedLoop | None = None  # the shared timer thread, while running
+        self.io: SharedLoop | None = None  # the shared I/O thread, from the first spawn
+        self.timer: Timer | None = None  # the client's deadline, in the timer thread
+        self.record_file: IO[str] | None = None
+        # Once the client was collected without stop(): whether a _reap took it (under
+        # _REAP_LOCK), and when it is done.
+        self.claimed = False
+        self.reaped = threading.Event()
+
+
 class Client:
-    """A client for one MCP server, blocking and safe to use from many threads at once."""
+    """A client for one MCP server, blocking and safe to use from many threads at once.
+
+    A client belongs to the process that started it. In a child made by ``os.fork()``, the
+    pipes, sockets and request ids are the parent's session's, which goes on unaffected:
+    every call there (``call_tool``, the lists, ``request``, ``ping``, ``await_ready``,
+    ``status``, ``start``, ...) raises ``UsedAfterFork`` and touches nothing, and ``stop()``
+    (so the end of a ``with`` block) returns at once without raising, leaving the parent's
+    server and pipes alone (the child's copies of the descriptors are closed at the fork). A
+    new client made in the child works.
+
+    A started client that is never stopped is stopped for you: once its owner dropped every
+    reference it is collected, with a ``ResourceWarning`` ("unclosed client ..."), and its
+    server is shut down as by ``stop()`` (close stdin, SIGTERM, SIGKILL of the process group,
+    each after ``shutdown_grace``), in a thread of the driver's own; one still running at
+    interpreter exit is stopped by ``stop()`` then (``atexit``), with the same warning. Call
+    ``stop()`` or use ``with`` rather than rely on either.
+    """
 
     def __init__(
         self,
@@ -194,10 +281,13 @@ class Client:
         )
         self._browser = BrowserStep(self._spec, authorize, time.monotonic)
         self._lock = threading.Lock()
+        # What the shared threads, HTTP workers and handler threads call back: weakly, so that
+        # none of them keeps a client nobody stopped alive (see the module docstring).
+        self._weak_feed = _weakly(self._feed)
+        self._weak_on_timer = _weakly(self._on_timer)
+        self._origin: Origin | None = None  # the process that started it
+        self._finalizer: weakref.finalize[[_Owned], Client] | None = None  # start() to stop()
         self._armed: float | None = None  # the deadline the timer is armed for
-        self._timer: Timer | None = None  # that deadline, in the shared timer thread
-        self._timers: SharedLoop | None = None  # the shared timer thread, while running
-        self._io: SharedLoop | None = None  # the shared I/O thread, from the first spawn
         self._phase = "new"  # -> "running" -> "stopping" -> "stopped"; driver bookkeeping only
         self._last_now = 0.0
         self._tickets = itertools.count(1)
@@ -214,17 +304,19 @@ class Client:
         self._peak = 0
         self._solo = True
         self._reservations = Reservations()
-        self._slots: dict[int, ProcessSlot] = {}
-        self._old_slots: list[ProcessSlot] = []
-        self._record_file: IO[str] | None = None
         self._recorder: Recorder | None = None
         self._http = HttpExecutor(
-            self._feed,
+            self._weak_feed,
             time.monotonic,
             pool_size=self._spec.pool_size,
             network=self._network,
-            feed_many=self._feed_many,
+            feed_many=_weakly(self._feed_many),
         )
+        self._own = _Owned(
+            self._spec.name, self._spec.shutdown_grace, self._http, self._browser, self._updates
+        )
+        self._slots = self._own.slots
+        self._old_slots = self._own.old_slots
         self._stopped = threading.Event()
 
     @property
@@ -243,23 +335,33 @@ class Client:
 
     def start(self) -> None:
         """Start connecting in the background and return at once. A second call does nothing;
-        a call after stop() raises ``NotReady('closed')``."""
+        a call after stop() raises ``NotReady('closed')``, one in a forked child of the
+        process that started it ``UsedAfterFork``."""
+        self._check_origin()
         with self._lock:
             if self._phase != "new":
                 if self._phase == "running":
                     return
                 raise NotReady("closed")
+            own = self._own
             if self._record_path is not None:  # an OSError here leaves the client unstarted
-                self._record_file = open(self._record_path, "w", encoding="utf-8")  # noqa: SIM115
+                record_file = open(self._record_path, "w", encoding="utf-8")  # noqa: SIM115
+                own.record_file = record_file
                 self._recorder = Recorder(
                     self._spec,
-                    self._record_file.write,
+                    record_file.write,
                     handlers=self._machine.handlers,
                     elicitation_modes=self._machine.elicitation_modes,
                     known_era=self._machine.known_era,
                 )
             self._phase = "running"
-            self._timers = SharedLoop.acquire("timer")
+            self._origin = own.origin = Origin()
+            own.timers = SharedLoop.acquire("timer")
+            # Not self: the finalizer must not keep the client alive. Not at exit: _at_exit
+            # stops the clients still running then, with stop().
+            self._finalizer = weakref.finalize(self, _forgotten, own)
+            self._finalizer.atexit = False
+            _RUNNING.add(self)
             # Connect is handled before the lock is released, so a concurrent stop() always
             # feeds Close after it.
             later = self._handle(Connect(now=time.monotonic()))
@@ -267,7 +369,23 @@ class Client:
 
     def stop(self) -> None:
         """Close the session and wait until every server process is gone. Calls still waiting
-        get their error; later calls raise ``NotReady('closed')``. Idempotent."""
+        get their error; later calls raise ``NotReady('closed')``. Idempotent.
+
+        In a forked child of the process that started the client it returns at once and
+        never raises: the session is the parent's, and nothing of it is touched (no write, no
+        signal, no wait), so that a ``with Client(...)`` block unwinds in the child too."""
+        if not self._origin_here():
+            return
+        closing = self._close()
+        if closing is None:
+            while not self._stopped.wait(_WAIT_SLICE):
+                pass  # another thread's stop() is still shutting down
+            return
+        self._closed(closing)
+
+    def _close(self) -> _Waiter | None:
+        """The first half of ``stop()``: feed Close and return its waiter; None if the client
+        was not running (never started, or another thread's stop() came first)."""
         with self._lock:
             state = self._phase
             if state == "new":
@@ -276,11 +394,16 @@ class Client:
             elif state == "running":
                 self._phase = "stopping"
         if state != "running":
-            while not self._stopped.wait(_WAIT_SLICE):
-                pass  # another thread's stop() is still shutting down
-            return
+            return None
         try:
-            waiter = self._submit(lambda t: Close(now=time.monotonic(), ticket=t), closing=True)
+            return self._submit(lambda t: Close(now=time.monotonic(), ticket=t), closing=True)
+        except BaseException:
+            self._teardown()
+            raise
+
+    def _closed(self, waiter: _Waiter) -> None:
+        """The second half of ``stop()``: wait for the Close reply, then tear down."""
+        try:
             # No bound of our own: the machine answers Close by a deadline of its own, which
             # the timer thread fires like any other (SessionMachine.next_deadline).
             while not waiter.done.wait(_WAIT_SLICE):
@@ -360,6 +483,7 @@ class Client:
         is missing or does not fit raises ``OutputValidationError`` (its ``path`` says where),
         a tool's own failure comes back as it is with ``data`` None. Without pydantic this
         raises ``ImportError`` before anything is sent."""
+        self._check_origin()
         adapter = None if output_type is None else output_adapter(output_type)
         meta, span = start_call_span(self.name, name, self._spec.transport)
         try:
@@ -477,6 +601,7 @@ class Client:
         server accepted it (2026-07-28: once the listen stream asking for it was sent);
         subscribing again replaces the callback. The subscription outlives reconnects. If it
         fails, the callback it replaced (if any) stays."""
+        self._check_origin()
         with self._lock:
             previous = self._on_update.get(uri)
             # Before the answer: an update may be performed right after it, in the same feed.
@@ -497,6 +622,7 @@ class Client:
     def unsubscribe(self, uri: str, *, timeout: float | None = None) -> None:
         """Stop the updates of ``uri``: its callback is not called from now on, even if this
         raises (after telling the server failed)."""
+        self._check_origin()
         with self._lock:
             self._on_update.pop(uri, None)
         self._call(lambda t: Unsubscribe(now=time.monotonic(), ticket=t, uri=uri, timeout=timeout))
@@ -505,10 +631,13 @@ class Client:
         """Tell the server the answer of the ``roots=`` handler changed, so that it asks again
         (legacy sessions; 2026-07-28 servers ask on every request that needs roots). Never
         blocks; does nothing without a ``roots=`` handler or a ready session."""
+        self._check_origin()
         self._feed(RootsChanged(now=time.monotonic()))
 
     def status(self) -> Status:
-        """The session's status now; never waits for I/O."""
+        """The session's status now; never waits for I/O. In a forked child it raises
+        ``UsedAfterFork`` (the parent's session is not this process's to report)."""
+        self._check_origin()
         with self._lock:
             return self._machine.status(max(self._last_now, time.monotonic()))
 
@@ -544,6 +673,7 @@ class Client:
     ) -> object:
         """Submit the event built for a new ticket and wait for its Reply; on any interruption
         (KeyboardInterrupt included) feed CancelCall(ticket) and re-raise."""
+        self._check_origin()
         waiter = self._submit(make, progress)
         try:
             if waiter.http is not None:
@@ -566,6 +696,18 @@ class Client:
         if waiter.reply.error is not None:
             raise waiter.reply.error
         return waiter.reply.value
+
+    def _origin_here(self) -> bool:
+        """True unless this is a forked child of the process that started the client."""
+        origin = self._origin
+        return origin is None or origin.here()
+
+    def _check_origin(self) -> None:
+        """``UsedAfterFork`` in a forked child of the process that started this client, before
+        anything is touched (a lock copied from the parent may be held for ever)."""
+        origin = self._origin
+        if origin is not None and not origin.here():
+            raise UsedAfterFork(self.name, origin.pid, os.getpid())
 
     def _submit(
         self,
@@ -620,11 +762,12 @@ class Client:
     def _arm(self, deadline: float) -> None:
         """With the lock held: have the shared timer thread call ``_on_timer`` at
         ``deadline`` instead of at the armed one."""
-        assert self._timers is not None
-        if self._timer is not None:
-            self._timer.cancel()
+        own = self._own
+        assert own.timers is not None
+        if own.timer is not None:
+            own.timer.cancel()
         self._armed = deadline
-        self._timer = self._timers.call_at(deadline, self._on_timer)
+        own.timer = own.timers.call_at(deadline, self._weak_on_timer)
 
     def _perform(
         self, action: Action, caller: _Waiter | None, later: list[Callable[[], None]]
@@ -651,13 +794,14 @@ class Client:
                 # Registered now, so writes queue up in order until the process runs. The old
                 # process of the slot is kept for stop() to join until its threads are done;
                 # the machine drops its late events (by generation).
-                self._old_slots = [old for old in self._old_slots if not old.finished]
+                self._old_slots[:] = [old for old in self._old_slots if not old.finished]
                 if action.slot in self._slots:
                     self._old_slots.append(self._slots[action.slot])
-                if self._io is None:
-                    self._io = SharedLoop.acquire("io")
+                own = self._own
+                if own.io is None:
+                    own.io = SharedLoop.acquire("io")
                 slot = self._slots[action.slot] = ProcessSlot(
-                    action, self._feed, time.monotonic, self._io
+                    action, self._weak_feed, time.monotonic, own.io
                 )
                 later.append(slot.start)
             case CloseStdin():
@@ -692,7 +836,10 @@ class Client:
                     self._updates.put((on_update, action.uri))
                     if self._updater is None:
                         self._updater = threading.Thread(
-                            target=self._run_updates, name=f"mcp-{self.name}-updates", daemon=True
+                            target=_run_updates,
+                            args=(self._updates,),
+                            name=f"mcp-{self.name}-updates",
+                            daemon=True,
                         )
                         self._updater.start()
             case Log():
@@ -728,28 +875,23 @@ class Client:
         except Exception:
             _log.exception("the elicitation_complete callback raised")
 
-    def _run_updates(self) -> None:
-        """The updates thread: run each subscriber's callback in turn until stop(); an
-        exception is logged."""
-        while (update := self._updates.get()) is not None:
-            on_update, uri = update
-            try:
-                on_update(uri)
-            except Exception:
-                _log.exception("the on_update callback of a subscription raised")
-
     def _answer_in_thread(self, handler: Handler, action: HandleServerRequest) -> None:
-        # The handler may block on a person: it runs in its own thread, never under the lock.
+        # The handler may block on a person: it runs in its own thread, never under the lock,
+        # holding the client weakly (as the shared threads do).
+        feed = self._weak_feed
+
         def run() -> None:
-            self._feed(_answer(handler, action))
+            feed(_answer(handler, action))
 
         threading.Thread(target=run, name=f"mcp-{self.name}-handler", daemon=True).start()
 
     def _authorize_in_thread(self, url: str, state: str) -> None:
         # The user may take minutes: a thread of its own; stop() closes the listener it
         # waits on (a callback that blocks is left to finish: its answer is dropped then).
+        feed, browser = self._weak_feed, self._browser
+
         def run() -> None:
-            self._feed(self._browser.run(url, state))
+            feed(browser.run(url, state))
 
         threading.Thread(target=run, name=f"mcp-{self.name}-authorize", daemon=True).start()
 
@@ -776,7 +918,7 @@ class Client:
         """In the shared timer thread: the armed deadline passed. Feed ``TimerFired`` if the
         machine's deadline is due (the feed re-arms for the next one), else re-arm for it."""
         with self._lock:
-            self._timer = self._armed = None
+            self._own.timer = self._armed = None
             deadline = self._machine.next_deadline()
             if self._phase == "stopped" or deadline is None:
                 return
@@ -792,16 +934,20 @@ class Client:
         is still held (a safety net: the machine has already shut them down), join every
         thread within a bound and close the replay file."""
         deadline = time.monotonic() + _JOIN_BOUND
+        if self._finalizer is not None:
+            self._finalizer.detach()  # stopped: nothing left for it to do
+        _RUNNING.discard(self)
+        own = self._own
         with self._lock:
             self._phase = "stopped"
-            if self._timer is not None:
-                self._timer.cancel()
-            timers, self._timers = self._timers, None
+            if own.timer is not None:
+                own.timer.cancel()
+            timers, own.timers = own.timers, None
         if timers is not None:  # the last client's release ends the shared thread
             timers.release(deadline)
         with self._lock:
             slots = [*self._old_slots, *self._slots.values()]
-            io, self._io = self._io, None
+            io, own.io = own.io, None
         for slot in slots:
             slot.kill()
             slot.join(deadline)
@@ -815,8 +961,8 @@ class Client:
                 self._updater.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
             self._recorder = None
-            if self._record_file is not None:
-                self._record_file.close()
+            if own.record_file is not None:
+                own.record_file.close()
         self._stopped.set()
 
 
@@ -872,3 +1018,153 @@ def _answer(handler: Handler, action: HandleServerRequest) -> ServerRequestAnswe
 def _run(later: list[Callable[[], None]]) -> None:
     for perform in later:
         perform()
+
+
+def _run_updates(updates: queue.SimpleQueue[tuple[UpdateCallback, str] | None]) -> None:
+    """The updates thread: run each subscriber's callback in turn until stop() (or the reaper
+    of a client nobody stopped) puts None; an exception is logged. It holds the queue, not
+    the client."""
+    while (update := updates.get()) is not None:
+        on_update, uri = update
+        try:
+            on_update(uri)
+        except Exception:
+            _log.exception("the on_update callback of a subscription raised")
+
+
+def _weakly(method: Callable[P, None]) -> Callable[P, None]:
+    """``method`` of a client, called through a weak reference: whoever holds the result (a
+    shared thread, an HTTP worker) does not keep the client alive; once the client is
+    collected, a call does nothing."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: P.args, **kwargs: P.kwargs) -> None:
+        bound = ref()
+        if bound is not None:
+            bound(*args, **kwargs)
+
+    return call
+
+
+# --- clients nobody stopped ------------------------------------------------------------------
+
+# Every client started in this process and not stopped yet, for _at_exit.
+_RUNNING: weakref.WeakSet[Client] = weakref.WeakSet()
+# What clients collected without stop() held, until _reap is done with it (added by their
+# finalizer: set.add takes no lock of ours), and the lock under which a _reap claims it.
+_REAPING: set[_Owned] = set()
+_REAP_LOCK = threading.Lock()
+
+
+def _forgotten(own: _Owned) -> None:
+    """The ``weakref.finalize`` of a started client collected without ``stop()``. It runs at
+    gc time, in whatever thread dropped the last reference, maybe one holding a lock of this
+    driver: it takes no lock and never blocks. It warns as an unclosed file does and hands
+    the shutdown of the servers to the shared timer thread (``SharedLoop.hand_over``), which
+    starts ``_reap`` in a thread of its own. In a forked child it does nothing: the servers
+    and loops are the parent's."""
+    if not own.origin.here():
+        return
+    timer = own.timer
+    if timer is not None:
+        timer.cancel()  # an attribute set: no lock
+    if own.timers is not None:  # None only once a stop() got as far as its teardown
+        _REAPING.add(own)
+        own.timers.hand_over(partial(_start_reaper, own))
+    # Past weakref.finalize, the warning points where the last reference was dropped.
+    _warn_unclosed(own.name, "it was garbage-collected", stacklevel=4)
+
+
+def _warn_unclosed(name: str, when: str, stacklevel: int) -> None:
+    """The ``ResourceWarning`` of a client stopped without ``stop()``, as an unclosed file
+    gets (shown by ``python -X dev``, ``-W default`` and pytest)."""
+    message = (
+        f"unclosed client {name!r}: it was never stopped and {when}; its server is stopped "
+        "now (use 'with Client(...)' or call stop())"
+    )
+    try:
+        warnings.warn(message, ResourceWarning, stacklevel=stacklevel)
+    except Exception:  # warnings made errors (-W error): nothing else may fail for it
+        _log.error("%s", message)
+
+
+def _start_reaper(own: _Owned) -> None:
+    """In the shared timer thread: ``_reap`` may wait for seconds, so it runs in a thread of
+    its own. Not a daemon: the interpreter waits for it at exit (and ``_at_exit`` reaps what
+    no reaper claimed yet)."""
+    threading.Thread(target=_reap, args=([own],), name=f"mcp-sync-reaper-{own.name}").start()
+
+
+def _reap(owns: list[_Owned]) -> None:
+    """Stop the servers of collected clients as their ``stop()`` would have, all at once and
+    without the session (it went with the client): the stdio shutdown sequence of MCP
+    2025-11-25 basic/lifecycle §Shutdown (close stdin; SIGTERM if the server has not exited
+    within ``shutdown_grace``; SIGKILL if it still has not within another), then the process
+    group's SIGKILL of stop()'s safety net; wait for each to be reaped, and give back what
+    else the client held (shared loops, HTTP connections, its browser step, updates thread
+    and recording). What another ``_reap`` claimed already is left to it."""
+    with _REAP_LOCK:
+        mine = [own for own in owns if not own.claimed]
+        for own in mine:
+            own.claimed = True
+    try:
+        slots = [(own, slot) for own in mine for slot in [*own.old_slots, *own.slots.values()]]
+        begun = time.monotonic()
+        for _, slot in slots:
+            if slot.close_stdin():
+                slot.flush()
+        for own, slot in slots:
+            slot.join(begun + own.grace)
+        for _, slot in slots:
+            if not slot.finished:
+                slot.signal("SIGTERM")
+        for own, slot in slots:
+            slot.join(begun + 2 * own.grace)
+        for _, slot in slots:
+            slot.kill()
+        for own, slot in slots:
+            slot.join(begun + 3 * own.grace)
+        deadline = time.monotonic() + _JOIN_BOUND
+        for own in mine:
+            timers, own.timers = own.timers, None
+            io, own.io = own.io, None
+            for loop in (timers, io):
+                if loop is not None:
+                    loop.release(deadline)
+            own.http.close(deadline)
+            own.browser.close()
+            own.updates.put(None)
+            if own.record_file is not None:
+                own.record_file.close()
+    finally:
+        for own in mine:
+            _REAPING.discard(own)
+            own.reaped.set()
+
+
+@atexit.register
+def _at_exit() -> None:
+    """At interpreter exit (after the non-daemon threads ended, while the shared ones still
+    run): stop every client of this process still running, as ``stop()`` does, all at once
+    (Close is fed to each, then each is waited for), each with a ``ResourceWarning``, and
+    finish stopping the servers of the
+    clients collected without stop(). A client inherited from the parent by a forked child is
+    left alone: its session is the parent's."""
+    running = [client for client in list(_RUNNING) if client._origin_here()]
+    closing: list[tuple[Client, _Waiter | None]] = []
+    for client in running:
+        _warn_unclosed(client.name, "the interpreter is exiting", stacklevel=2)
+        try:
+            closing.append((client, client._close()))
+        except Exception:
+            _log.exception("stopping client %r at exit failed", client.name)
+    forgotten = [own for own in _REAPING.copy() if own.origin.here()]
+    _reap(forgotten)  # those a reaper thread did not claim yet
+    for own in forgotten:  # and those it did
+        own.reaped.wait(3 * own.grace + _JOIN_BOUND)
+    for client, waiter in closing:
+        try:
+            if waiter is not None:
+                client._closed(waiter)
+        except Exception:
+            _log.exception("stopping client %r at exit failed", client.name)

@@ -24,6 +24,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
 from _mcp_io.client import client_keywords, left_out, publish, server_log
+from _mcp_io.fork import Origin
 from mcp_core import (
     CallToolResult,
     GetPromptResult,
@@ -88,6 +89,11 @@ class ClientGroup:
       resources (``NotSupported``) or fails to list them has no entry; why is logged to
       ``mcp_client.<server>`` (info for not offering them, warning for a failure), and the
       rest of the group is listed as usual.
+
+    After ``os.fork()``, as for a ``Client``: in the child every method of a group started in
+    the parent raises ``UsedAfterFork`` (``status()`` too), touching nothing, and ``stop()``
+    (so the end of a ``with`` block) returns at once without raising. A group nobody stopped
+    is collected with its clients: each warns and has its server stopped (see ``Client``).
     """
 
     def __init__(
@@ -112,6 +118,7 @@ class ClientGroup:
         for name, status in self._down.items():
             server_log(name).warning("server %r is not started: %s", name, status.last_error)
         self._lock = threading.Lock()  # guards the tables
+        self._origin: Origin | None = None  # the process that started it
 
     @property
     def clients(self) -> Mapping[str, Client]:
@@ -119,8 +126,21 @@ class ClientGroup:
         return MappingProxyType(self._clients)
 
     def __repr__(self) -> str:
+        if not self._origin_here():
+            return f"<mcp_sync.ClientGroup {', '.join(self._order)} (in a forked child)>"
         states = ", ".join(f"{name}={s.state}" for name, s in self.status().items())
         return f"<mcp_sync.ClientGroup {states}>"
+
+    def _origin_here(self) -> bool:
+        """True unless this is a forked child of the process that started the group."""
+        return self._origin is None or self._origin.here()
+
+    def _check_origin(self) -> None:
+        """``UsedAfterFork`` in a forked child of the process that started the group: before
+        anything is touched. (Each client would raise it too, but the group's fan-out reads
+        a client's ``McpError`` as that server being down.)"""
+        if self._origin is not None:
+            self._origin.check(", ".join(self._order))
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -130,6 +150,9 @@ class ClientGroup:
         If a client cannot start, the ones already started are stopped and its error is
         raised.
         """
+        self._check_origin()
+        if self._origin is None:
+            self._origin = Origin()
         started: list[Client] = []
         try:
             for client in self._clients.values():
@@ -141,7 +164,10 @@ class ClientGroup:
 
     def stop(self) -> None:
         """Stop every client at once and wait until every server process is gone. Never
-        raises for a server; idempotent."""
+        raises for a server; idempotent. In a forked child of the process that started the
+        group it returns at once, touching nothing (see the class docstring)."""
+        if not self._origin_here():
+            return
         _all_at_once([client.stop for client in self._clients.values()])
 
     def __enter__(self) -> ClientGroup:
@@ -173,6 +199,7 @@ class ClientGroup:
         ``fail_fast`` (default: the group's) True stops waiting for a server at its first
         failed attempt; False leaves it to each server's spec. ``ValueError`` for a negative
         timeout."""
+        self._check_origin()
         if timeout < 0:
             raise ValueError("timeout must be >= 0")
         # True decides every client's wait; otherwise each spec's fail_fast does (None).
@@ -196,6 +223,7 @@ class ClientGroup:
         the new list. A server that is not ready is left out; one that fails to list is left
         out and logged to ``mcp_client.<server>``. Never raises for a server.
         """
+        self._check_origin()
         listed = self._each_ready(
             "tools", lambda client: client.list_tools(refresh=refresh, timeout=timeout)
         )
@@ -216,12 +244,14 @@ class ClientGroup:
         refused at construction ``ConnectFailed(permanent)`` with the reason); otherwise
         whatever ``Client.call_tool`` raises.
         """
+        self._check_origin()
         server, tool = self._route(self._table, name)
         return self._clients[server].call_tool(tool, arguments, **options)
 
     def resolve(self, name: str) -> tuple[str, str] | None:
         """``(server, tool)`` behind a name ``list_tools()`` returned; None if not (yet)
         listed. Never does I/O."""
+        self._check_origin()
         with self._lock:
             return self._table.resolve(name)
 
@@ -236,6 +266,7 @@ class ClientGroup:
         server that is not ready, offers no prompts (``NotSupported``) or fails to list is
         left out and logged to ``mcp_client.<server>``. Never raises for a server.
         """
+        self._check_origin()
         listed = self._each_ready(
             "prompts", lambda client: client.list_prompts(refresh=refresh, timeout=timeout)
         )
@@ -260,12 +291,14 @@ class ClientGroup:
         server that offers no prompts; otherwise whatever ``Client.get_prompt`` raises (a
         ``JsonRpcError`` for arguments the server refuses).
         """
+        self._check_origin()
         server, prompt = self._route(self._prompts, name)
         return self._clients[server].get_prompt(prompt, arguments, timeout=timeout)
 
     def resolve_prompt(self, name: str) -> tuple[str, str] | None:
         """``(server, prompt)`` behind a name ``list_prompts()`` returned; None if not (yet)
         listed. Never does I/O."""
+        self._check_origin()
         with self._lock:
             return self._prompts.resolve(name)
 
@@ -281,6 +314,7 @@ class ClientGroup:
         entry, and why is logged to ``mcp_client.<server>``; a server that offers none has
         an empty list. Never raises for a server.
         """
+        self._check_origin()
         return self._each_ready(
             "resources", lambda client: client.list_resources(refresh=refresh, timeout=timeout)
         )
@@ -290,6 +324,7 @@ class ClientGroup:
     ) -> dict[str, list[ResourceTemplate]]:
         """Every ready server's resource templates, by server name, left out and logged like
         ``list_resources``. Never raises for a server."""
+        self._check_origin()
         return self._each_ready(
             "resource templates",
             lambda client: client.list_resource_templates(refresh=refresh, timeout=timeout),
@@ -305,10 +340,12 @@ class ClientGroup:
         with the reason; otherwise whatever ``Client.read_resource`` raises (``NotReady``,
         ``NotSupported`` when it offers no resources, ``JsonRpcError`` for an unknown URI).
         """
+        self._check_origin()
         return self._client_of(server).read_resource(uri, timeout=timeout)
 
     def status(self) -> dict[str, Status]:
         """Every server's status, in the order of ``specs``; never blocks on I/O."""
+        self._check_origin()
         return {
             name: self._down[name] if name in self._down else self._clients[name].status()
             for name in self._order
