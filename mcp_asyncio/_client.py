@@ -1,16 +1,45 @@
 """The anyio driver: one loop that feeds the ``SessionMachine`` and performs its actions.
 
-Everything enters through ``_feed(event)``, which is synchronous: it records the event, calls
+``Client`` is what the application holds; ``_Session`` is what runs: the machine, the waiters,
+the processes and every background task. Nothing the session holds refers back to its
+``Client``, so a client that the application drops without stopping it can be noticed.
+
+Everything enters through ``feed(event)``, which is synchronous: it records the event, calls
 ``machine.handle`` and performs each action without awaiting. Work that needs awaiting runs in
-tasks of the client's task group: one ``ProcessSlot.run`` per spawned process (the pipes are
+tasks of the session's task group: one ``ProcessSlot.run`` per spawned process (the pipes are
 read by callbacks, see ``_process``). The one timer is re-armed to ``machine.next_deadline()``
 when a feed moves it earlier: on asyncio a handle in the event loop's own timer heap (shared
 by every client on the loop, no task), on trio a timer task. Callers wait on one ``_Waiter``
 per ticket (a bare future on asyncio). There is no protocol decision here.
 
-A caller that gives up withdraws, with its own ticket, every other waiter that has given up in
-the same moment (one cancel scope over many calls), so that the machine frees their slots at
-once and promotes none of their queued calls into a slot one of them freed.
+The host. The task group lives in a task of its own from ``start()`` until the shutdown has
+ended: on asyncio a task of the loop (``loop.create_task``), on trio a system task
+(``trio.lowlevel.spawn_system_task``). It used to be entered in ``start()`` and left in
+``stop()``, inside the caller's own task, so a client that was never stopped left a task group
+open in a task that had returned. trio cannot end such a run: a nursery outlives the task that
+opened it, the host task in it (shielded, so that a cancelled caller cannot cut the shutdown in
+half) is never cancelled, and when ``trio.run``'s main task returned, trio's own shutdown
+found a task it did not expect and raised ``TrioInternalError``, with the server left running
+after the run. Now:
+
+- trio: system tasks are cancelled when the main task returns (trio's documentation of
+  ``spawn_system_task``). The host stays shielded (its shutdown needs the timer and the pipes),
+  so a second system task, the watcher, is the one cancelled: if the client was not stopped it
+  warns (``ResourceWarning``, as an unclosed file does) and has the host shut the session down
+  as ``stop()`` would: stdin closed, SIGTERM, SIGKILL on the machine's deadlines, reaped.
+- asyncio: ``asyncio.run`` cancels every task still pending when the main coroutine returns and
+  runs the loop until they have finished (asyncio's documentation of ``Runner.close``). The
+  host is cancelled with them (anyio's shield holds off anyio's cancellation, not a task's
+  own ``cancel()``), and so is each process's task, which kills its process group and reaps
+  it; the host warns.
+- a ``Client`` garbage-collected while running (``weakref.finalize``): the same warning, and
+  the host is asked, through the loop (``call_soon_threadsafe``, trio's ``run_sync_soon``), to
+  shut the session down; if the loop no longer runs, the server's process group is killed and
+  reaped there and then.
+
+A caller that gives up withdraws, with its own ticket, every other waiter that has
+given up in the same moment (one cancel scope over many calls), so that the machine frees their
+slots at once and promotes none of their queued calls into a freed slot.
 """
 
 from __future__ import annotations
@@ -23,16 +52,16 @@ import itertools
 import logging
 import math
 import os
-import sys
 import time
+import warnings
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.to_thread
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskGroup
 
 from _mcp_io.client import ProgressCallback as ProgressCallback
 from _mcp_io.client import (
@@ -43,6 +72,7 @@ from _mcp_io.client import (
     settle,
     with_data,
 )
+from _mcp_io.fork import Origin as ProcessOrigin
 from _mcp_io.http import client_network
 from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
 from _mcp_io.otel import end_call_span, start_call_span
@@ -104,12 +134,21 @@ from ._process import ProcessSlot, callback_context
 if TYPE_CHECKING:
     import ssl
 
+    from _mcp_io.http import Network
+
 __all__ = ["Client"]
 
 _log = logging.getLogger(__name__)
 
 # Verdicts of era='auto' probes, shared by every client of this driver (per server).
 _ERA_CACHE: dict[str, str] = {}
+
+# Every session whose host runs: the loop holds a task only weakly (asyncio's documentation
+# of create_task), and a session the application dropped must still finish its shutdown.
+_HOSTED: set[_Session] = set()
+
+# The running asyncio loop, None outside one (and on trio): one C call, no exception.
+_running_loop = asyncio._get_running_loop
 
 
 def _now() -> float:
@@ -224,9 +263,13 @@ class Client:
     """An MCP client session on anyio (asyncio or trio).
 
     ``async with Client(...)`` starts it and, unless ``wait=False``, waits until it is ready;
-    leaving the block stops it. ``await start()`` / ``await stop()`` do the same by hand; both
-    must be called from the same task, with no cancel scope opened between them left open.
-    Constructing with a refused spec raises ``InvalidSpec`` and starts nothing.
+    leaving the block stops it. ``await start()`` / ``await stop()`` do the same by hand, from
+    any task of the loop. Constructing with a refused spec raises ``InvalidSpec`` and starts
+    nothing.
+
+    Stop what you start: a client still
+    running when its run ends, or when it is garbage-collected, is stopped then, with a
+    ``ResourceWarning`` (as an unclosed file is).
     """
 
     def __init__(
@@ -273,12 +316,9 @@ class Client:
         spec's ``proxy``, else from ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` (and their
         lower-case spellings), read here, once. A CA bundle or client certificate that cannot
         be loaded, or a proxy variable that is not an http:// URL, raises ``InvalidSpec``."""
-        self._spec = Spec.build(spec, **fields)
-        require_http_stack(self._spec)  # NoHttpClient: an https URL without ssl
-        self._network = client_network(self._spec, ssl_context, os.environ)
-        self._wait = wait
-        self._record = record
-        self._elicitation_complete = elicitation_complete
+        self._spec = built = Spec.build(spec, **fields)
+        require_http_stack(built)  # NoHttpClient: an https URL without ssl
+        network = client_network(built, ssl_context, os.environ)
         # Only a feature with a handler is declared to the server (MCP 2025-11-25
         # basic/lifecycle §Capability Negotiation).
         given = {
@@ -286,37 +326,18 @@ class Client:
             "sampling/createMessage": sampling,
             "roots/list": roots,
         }
-        self._handlers: dict[str, Handler] = {m: h for m, h in given.items() if h is not None}
-        self._tokens = TokenKeeper(token_store, _now, _log)
-        self._machine = SessionMachine(
-            self._spec,
-            era_cache=_ERA_CACHE,
-            handlers=[HANDLED_REQUESTS[method] for method in self._handlers],
+        self._session = _Session(
+            built,
+            network,
+            record=record,
+            handlers={m: h for m, h in given.items() if h is not None},
             elicitation_modes=elicitation_modes,
-            **self._tokens.machine_keywords(self._spec, interactive=interactive),
+            elicitation_complete=elicitation_complete,
+            authorize=authorize,
+            token_store=token_store,
+            interactive=interactive,
         )
-        self._authorize = authorize
-        self._browser = BrowserStep(self._spec, authorize, _now)
-        self._phase = "new"  # -> "running" -> "stopping" -> "stopped": a client runs once
-        self._stack: AsyncExitStack | None = None
-        self._tasks: TaskGroup | None = None
-        self._recorder: Recorder | None = None
-        self._tickets = itertools.count(1)
-        self._waiters: dict[int, _Waiter] = {}
-        self._on_update: dict[str, UpdateCallback] = {}  # subscribed URI -> its callback
-        self._reservations = Reservations()
-        self._slots: dict[int, ProcessSlot] = {}
-        self._running: set[ProcessSlot] = set()
-        self._http: HttpExecutor | None = None
-        self._deadline_changed: anyio.Event | None = None  # trio: wakes the timer task
-        self._armed: float | None = None  # the deadline the timer is armed for
-        self._timer: asyncio.TimerHandle | None = None  # asyncio: the armed timer
-        self._timer_context: contextvars.Context | None = None  # asyncio: it runs in this
-        self._timing = False  # asyncio: feeds can (re)arm the timer
-        self._host_scope: anyio.CancelScope | None = None  # made in start(): needs a loop
-        self._loop: asyncio.AbstractEventLoop | None = None  # set on asyncio (see _Waiter)
-        # trio: _trio_waiter()
-        self._waiter_class: Callable[[int, ProgressCallback | None], _Waiter] | None = None
+        self._wait = wait
 
     @property
     def name(self) -> str:
@@ -328,106 +349,27 @@ class Client:
         return self._spec
 
     def __repr__(self) -> str:
-        return f"<mcp_asyncio.Client {self.name!r} {self._machine.state}>"
+        return f"<mcp_asyncio.Client {self.name!r} {self._session.machine.state}>"
 
     # --- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start connecting in the background and return at once.
+        """Start connecting in the background and return once the background task runs.
 
         Raises ``NotReady('closed')`` on a client that was stopped; does nothing if running.
         """
-        if self._phase == "running":
-            return
-        if self._phase == "stopped":
-            raise NotReady("closed")
-        _protect_background_tasks()
-        try:
-            self._loop = asyncio.get_running_loop()
-        except RuntimeError:  # trio
-            self._loop = None
-        self._host_scope = anyio.CancelScope(shield=True)
-        stack = AsyncExitStack()
-        try:
-            if self._record is not None:
-                # Closed by the exit stack, after the task group has ended.
-                file: IO[str] = stack.enter_context(
-                    open(self._record, "w", encoding="utf-8")  # noqa: SIM115
-                )
-                self._recorder = Recorder(
-                    self._spec,
-                    file.write,
-                    handlers=self._machine.handlers,
-                    elicitation_modes=self._machine.elicitation_modes,
-                    known_era=self._machine.known_era,
-                )
-            host = await stack.enter_async_context(anyio.create_task_group())
-            stack.push_async_callback(self._shutdown)
-            if self._loop is None:
-                self._waiter_class = _trio_waiter()
-                self._deadline_changed = anyio.Event()
-            else:
-                self._timer_context = callback_context()
-                self._timing = True
-            self._tasks = await host.start(self._host)
-            if self._spec.url is not None:  # a stdio session holds no HTTP executor
-                self._http = HttpExecutor(
-                    self._feed,
-                    _now,
-                    self._tasks,
-                    pool_size=self._spec.pool_size,
-                    network=self._network,
-                )
-        except BaseException:
-            await stack.aclose()
-            raise
-        self._stack = stack
-        self._phase = "running"
-        self._feed(Connect(now=_now()))
+        session = self._session
+        if await session.start():
+            # Not the session: it must not keep its Client alive (see the module docstring).
+            weakref.finalize(self, session.abandon)
 
     async def stop(self) -> None:
         """Close the session: fail pending work, shut every process down, end every task.
 
-        Never raises for the session's own state and leaves no process behind; idempotent.
+        Never raises for the session's own state and leaves no process behind; idempotent. A
+        cancelled caller still waits for the shutdown to end (shielded).
         """
-        stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.aclose()
-
-    async def _shutdown(self) -> None:
-        # Shielded: a cancelled caller must not cut the shutdown in half.
-        with anyio.CancelScope(shield=True):
-            self._phase = "stopping"  # new calls are refused from here on
-            try:
-                waiter = self._submit(lambda ticket: Close(now=_now(), ticket=ticket))
-                # No bound of our own: the machine answers Close by a deadline of its own,
-                # which the timer task fires like any other (SessionMachine.next_deadline).
-                await waiter.wait()
-            finally:
-                self._phase = "stopped"  # from here on late events are dropped, not fed
-                self._recorder = None  # its file closes once the task group has ended
-                self._disarm()
-                for slot in list(self._running):  # safety net: the machine should leave none
-                    slot.kill()
-                if self._http is not None:  # the machine has aborted its requests already
-                    await self._http.aclose()
-                self._browser.close()  # a browser step still waiting ends its thread
-                if self._host_scope is not None:
-                    self._host_scope.cancel()  # process tasks reap their processes
-
-    async def _host(
-        self, *, task_status: TaskStatus[TaskGroup] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        # The host task group is entered in start(), so the caller's cancel scopes surround it.
-        # Shielded, so that only _shutdown ends the background tasks: it needs the timer and
-        # the pipes to run the machine's shutdown even when the caller was cancelled.
-        assert self._host_scope is not None
-        with self._host_scope:
-            async with anyio.create_task_group() as tasks:
-                if self._loop is None:
-                    tasks.start_soon(self._run_timer)
-                task_status.started(tasks)
-                await anyio.sleep_forever()  # holds the task group open until _shutdown
+        await self._session.stop()
 
     async def __aenter__(self) -> Client:
         await self.start()
@@ -454,7 +396,7 @@ class Client:
         by ``timeout``. ``fail_fast`` decides this wait only: True raises ``ConnectFailed`` at
         the first failed attempt (the client keeps retrying), False waits through retries,
         None follows the spec's ``fail_fast``."""
-        value = await self._call(
+        value = await self._session.call(
             lambda t: AwaitReady(now=_now(), ticket=t, timeout=timeout, fail_fast=fail_fast)
         )
         return cast(Status, value)
@@ -463,7 +405,7 @@ class Client:
         self, *, refresh: bool = False, timeout: float | None = None
     ) -> list[Tool]:
         """The server's tools (cached unless ``refresh``); raises ``McpError`` on failure."""
-        value = await self._call(
+        value = await self._session.call(
             lambda t: ListTools(now=_now(), ticket=t, refresh=refresh, timeout=timeout)
         )
         return cast(list[Tool], value)
@@ -503,9 +445,10 @@ class Client:
         """
         adapter = None if output_type is None else output_adapter(output_type)
         meta, span = start_call_span(self.name, name, self._spec.transport)
+        reservations = self._session.reservations
         try:
-            value = await self._call(
-                lambda t: self._reservations.call(
+            value = await self._session.call(
+                lambda t: reservations.call(
                     t,
                     reservation,
                     lambda facts: CallTool(
@@ -623,37 +566,39 @@ class Client:
         server accepted it (2026-07-28: once the listen stream asking for it was sent);
         subscribing again replaces the callback. The subscription outlives reconnects. If it
         fails, the callback it replaced (if any) stays."""
-        previous = self._on_update.get(uri)
+        session = self._session
+        previous = session.on_update.get(uri)
         # Before the answer: an update may be performed right after it, in the same feed.
-        self._on_update[uri] = on_update
+        session.on_update[uri] = on_update
         try:
-            await self._call(lambda t: Subscribe(now=_now(), ticket=t, uri=uri, timeout=timeout))
+            await session.call(lambda t: Subscribe(now=_now(), ticket=t, uri=uri, timeout=timeout))
         except BaseException:
-            if self._on_update.get(uri) is on_update:  # not replaced meanwhile
+            if session.on_update.get(uri) is on_update:  # not replaced meanwhile
                 if previous is None:
-                    del self._on_update[uri]
+                    del session.on_update[uri]
                 else:
-                    self._on_update[uri] = previous
+                    session.on_update[uri] = previous
             raise
 
     async def unsubscribe(self, uri: str, *, timeout: float | None = None) -> None:
         """Stop the updates of ``uri``: its callback is not called from now on, even if this
         raises (after telling the server failed)."""
-        self._on_update.pop(uri, None)
-        await self._call(lambda t: Unsubscribe(now=_now(), ticket=t, uri=uri, timeout=timeout))
+        session = self._session
+        session.on_update.pop(uri, None)
+        await session.call(lambda t: Unsubscribe(now=_now(), ticket=t, uri=uri, timeout=timeout))
 
     def notify_roots_changed(self) -> None:
         """Tell the server the answer of the ``roots=`` handler changed, so that it asks again
         (legacy sessions; 2026-07-28 servers ask on every request that needs roots). Never
         blocks; does nothing without a ``roots=`` handler or a ready session."""
-        self._feed(RootsChanged(now=_now()))
+        self._session.feed(RootsChanged(now=_now()))
 
     def status(self) -> Status:
         """A snapshot of the session; never blocks."""
-        return self._machine.status(_now())
+        return self._session.machine.status(_now())
 
     async def _list(self, kind: str, refresh: bool, timeout: float | None) -> object:
-        return await self._call(
+        return await self._session.call(
             lambda t: ListItems(now=_now(), ticket=t, kind=kind, refresh=refresh, timeout=timeout)
         )
 
@@ -664,13 +609,76 @@ class Client:
         timeout: float | None,
         raw: bool = False,
     ) -> object:
-        return await self._call(
+        return await self._session.call(
             lambda t: Request(
                 now=_now(), ticket=t, method=method, params=params, timeout=timeout, raw=raw
             )
         )
 
-    async def _call(
+
+class _Session:
+    """What a ``Client`` runs: its machine, its waiters, its processes, its background tasks.
+
+    Refers to no ``Client``: the background tasks, the reader callbacks and the timer hold
+    this, so that a ``Client`` the application dropped can be collected (``abandon``).
+    """
+
+    def __init__(
+        self,
+        spec: Spec,
+        network: Network,
+        *,
+        record: str | os.PathLike[str] | None,
+        handlers: dict[str, Handler],
+        elicitation_modes: Iterable[str],
+        elicitation_complete: CompletionCallback | None,
+        authorize: AuthorizeCallback | None,
+        token_store: TokenStore | None,
+        interactive: bool,
+    ) -> None:
+        self._spec = spec
+        self._network = network
+        self._record = record
+        self._elicitation_complete = elicitation_complete
+        self._handlers = handlers
+        self._tokens = TokenKeeper(token_store, _now, _log)
+        self.machine = SessionMachine(
+            spec,
+            era_cache=_ERA_CACHE,
+            handlers=[HANDLED_REQUESTS[method] for method in handlers],
+            elicitation_modes=elicitation_modes,
+            **self._tokens.machine_keywords(spec, interactive=interactive),
+        )
+        self._authorize = authorize
+        self._browser = BrowserStep(spec, authorize, _now)
+        self._phase = "new"  # -> "running" -> "stopping" -> "stopped": a client runs once
+        self._origin: ProcessOrigin | None = None  # the process start() ran in (abandon())
+        self._loop: asyncio.AbstractEventLoop | None = None  # set on asyncio (see _Waiter)
+        self._trio_token: Any = None  # trio: the run's token (abandon() reaches the run by it)
+        # trio: _trio_waiter()
+        self._waiter_class: Callable[[int, ProgressCallback | None], _Waiter] | None = None
+        self._tasks: TaskGroup | None = None
+        self._stop_asked: anyio.Event | None = None  # set: the host shuts the session down
+        self._host_done: anyio.Event | None = None  # set once the host has ended
+        self._record_file: IO[str] | None = None
+        self._recorder: Recorder | None = None
+        self._tickets = itertools.count(1)
+        self._waiters: dict[int, _Waiter] = {}
+        self.on_update: dict[str, UpdateCallback] = {}  # subscribed URI -> its callback
+        self.reservations = Reservations()
+        self._slots: dict[int, ProcessSlot] = {}
+        self._running: set[ProcessSlot] = set()
+        self._http: HttpExecutor | None = None
+        self._deadline_changed: anyio.Event | None = None  # trio: wakes the timer task
+        self._armed: float | None = None  # the deadline the timer is armed for
+        self._timer: asyncio.TimerHandle | None = None  # asyncio: the armed timer
+        self._timer_context: contextvars.Context | None = None  # asyncio: it runs in this
+        self._timing = False  # asyncio: feeds can (re)arm the timer
+        self._host_scope: anyio.CancelScope | None = None  # made in start(): needs a loop
+        self._host_id = 0  # anyio's id of the host task
+        self._host_task: asyncio.Task[None] | None = None  # asyncio: the host
+
+    async def call(
         self, make: Callable[[int], Event], progress: ProgressCallback | None = None
     ) -> object:
         if self._phase != "running":
@@ -683,10 +691,21 @@ class Client:
                 # Gave up before the answer: the machine drops the work and sends no reply.
                 self._withdraw(waiter.ticket)
             raise
-        assert waiter.reply is not None
-        if waiter.reply.error is not None:
-            raise waiter.reply.error
-        return waiter.reply.value
+        reply = waiter.reply
+        assert reply is not None
+        if reply.error is not None:
+            raise reply.error
+        return reply.value
+
+    def _withdraw(self, ticket: int) -> None:
+        """Cancel ``ticket`` and, with it, every waiter abandoned in the same moment whose task
+        has not run its own ``except`` block yet (they then find nothing to cancel): one
+        ``CancelCall``, so that no slot one of them frees goes to another one's queued call."""
+        waiters = self._waiters
+        others = tuple(other for other, waiter in waiters.items() if waiter.abandoned())
+        for other in others:
+            del waiters[other]
+        self.feed(CancelCall(now=_now(), ticket=ticket, others=others))
 
     def _submit(
         self, make: Callable[[int], Event], progress: ProgressCallback | None = None
@@ -699,30 +718,214 @@ class Client:
             assert self._waiter_class is not None
             waiter = self._waiter_class(ticket, progress)
         self._waiters[ticket] = waiter
-        self._feed(event)
+        self.feed(event)
         return waiter
 
-    def _withdraw(self, ticket: int) -> None:
-        """Cancel ``ticket`` and, with it, every waiter abandoned in the same moment whose task
-        has not run its own ``except`` block yet (they then find nothing to cancel): one
-        ``CancelCall``, so that no slot one of them frees goes to another one's queued call."""
-        waiters = self._waiters
-        others = tuple(other for other, waiter in waiters.items() if waiter.abandoned())
-        for other in others:
-            del waiters[other]
-        self._feed(CancelCall(now=_now(), ticket=ticket, others=others))
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> bool:
+        """Start the host and the session; False if it runs already."""
+        if self._phase in ("running", "stopping"):
+            return False
+        if self._phase == "stopped":
+            raise NotReady("closed")
+        if self._record is not None:
+            # Closed by the host once its task group has ended.
+            file = self._record_file = open(self._record, "w", encoding="utf-8")  # noqa: SIM115
+            self._recorder = Recorder(
+                self._spec,
+                file.write,
+                handlers=self.machine.handlers,
+                elicitation_modes=self.machine.elicitation_modes,
+                known_era=self.machine.known_era,
+            )
+        self._origin = ProcessOrigin()
+        self._loop = _running_loop()
+        self._host_scope = anyio.CancelScope(shield=True)
+        self._stop_asked, self._host_done = anyio.Event(), anyio.Event()
+        ready = anyio.Event()
+        context = contextvars.copy_context()  # the caller's (tracing, logging context)
+        if self._loop is None:
+            import trio
+
+            _protect_background_tasks()
+            self._waiter_class = _trio_waiter()
+            self._deadline_changed = anyio.Event()
+            self._trio_token = trio.lowlevel.current_trio_token()
+            spawn = trio.lowlevel.spawn_system_task
+            spawn(self._host, ready, name=f"mcp_asyncio host {self._spec.name}", context=context)
+            spawn(self._watch, name=f"mcp_asyncio watch {self._spec.name}", context=context)
+        else:
+            self._timer_context = callback_context()
+            self._timing = True
+            # Held here as well as in _HOSTED: the loop holds its tasks only weakly.
+            self._host_task = self._loop.create_task(self._host(ready), context=context)
+        _HOSTED.add(self)
+        with anyio.CancelScope(shield=True):  # a step of the loop: the host opens its group
+            await ready.wait()
+        self._phase = "running"
+        if self._spec.url is not None:  # a stdio session holds no HTTP executor
+            assert self._tasks is not None
+            self._http = HttpExecutor(
+                self.feed,
+                _now,
+                self._tasks,
+                pool_size=self._spec.pool_size,
+                network=self._network,
+            )
+        self.feed(Connect(now=_now()))
+        return True
+
+    async def stop(self) -> None:
+        done = self._host_done
+        if done is None or done.is_set():
+            return  # never started, or stopped
+        assert self._stop_asked is not None
+        self._stop_asked.set()
+        if anyio.get_current_task().parent_id == self._host_id:
+            return  # a task of ours (a handler, a callback): the shutdown ends it
+        with anyio.CancelScope(shield=True):
+            await done.wait()
+
+    async def _host(self, ready: anyio.Event) -> None:
+        """The session's background tasks, in a task group of this task's own, until the
+        shutdown (asked by ``stop()``, the watcher or ``abandon()``) has ended.
+
+        Shielded, so that only the shutdown ends the group: it needs the timer and the pipes
+        to run the machine's shutdown. On asyncio the loop's own end cancels this task (see the
+        module docstring): the processes are then killed and reaped by their tasks.
+        """
+        assert self._host_scope is not None and self._stop_asked is not None
+        self._host_id = anyio.get_current_task().id
+        try:
+            with self._host_scope:
+                async with anyio.create_task_group() as tasks:
+                    if self._loop is None:
+                        tasks.start_soon(self._run_timer)
+                    self._tasks = tasks
+                    ready.set()
+                    try:
+                        await self._stop_asked.wait()
+                    except BaseException:
+                        if self._loop is not None:
+                            await self._cut_short()
+                        raise
+                    await self._shutdown()
+        except Exception:  # a bug: log it rather than lose it (on trio it would end the run)
+            _log.exception("the background tasks of client %r failed", self._spec.name)
+        finally:
+            self._ended()
+
+    async def _cut_short(self) -> None:
+        """asyncio: the loop ends (``asyncio.run`` cancels every task at once, the process
+        tasks too, which kill their process groups and reap them): no ordinary shutdown can
+        run. Warn if nobody stopped the client, close what is left."""
+        self._forgotten("its event loop ended")
+        if self._phase == "running":  # the machine closes the session (and says so)
+            self.feed(Close(now=_now(), ticket=next(self._tickets)))
+        self._phase = "stopped"
+        self._disarm()
+        for slot in list(self._running):
+            slot.kill()  # its own task reaps it
+        if self._http is not None:
+            await self._http.aclose()
+        self._browser.close()
+
+    async def _watch(self) -> None:
+        """trio: a system task, cancelled when the run's main task returns (the host is
+        shielded): a client still running then was forgotten; the host shuts it down."""
+        assert self._host_done is not None and self._stop_asked is not None
+        try:
+            await self._host_done.wait()
+        finally:
+            if self._phase == "running":
+                self._stop_asked.set()
+                self._forgotten("its trio run ended")
+
+    def _forgotten(self, when: str) -> None:
+        """Warn that the session is being stopped without ``stop()``, as an unclosed file
+        is: a ``ResourceWarning`` (shown with ``python -X dev`` or ``-W default``, and by
+        pytest)."""
+        if self._phase != "running":
+            return
+        message = (
+            f"unclosed client {self._spec.name!r}: it was never stopped and {when}; its "
+            "server is stopped now (use 'async with Client(...)' or call stop())"
+        )
+        try:
+            warnings.warn(message, ResourceWarning, stacklevel=3)
+        except Exception:  # warnings made errors (-W error): the shutdown must still run
+            _log.error("%s", message)
+
+    def abandon(self) -> None:
+        """``weakref.finalize`` of the ``Client``: dropped (or left at interpreter exit)
+        while running. Any thread: the shutdown is asked for through the loop; without a loop
+        that runs, the processes are killed and reaped here. Nothing in a forked child."""
+        if self._phase != "running" or self._origin is None or not self._origin.here():
+            return
+        assert self._stop_asked is not None
+        try:
+            if self._loop is not None:
+                if not self._loop.is_running():
+                    raise RuntimeError("the loop is not running")
+                self._loop.call_soon_threadsafe(self._stop_asked.set)
+            else:
+                self._trio_token.run_sync_soon(self._stop_asked.set)  # RunFinishedError
+        except RuntimeError:  # trio.RunFinishedError is one too
+            self._forgotten("it was garbage-collected")
+            self._phase = "stopped"
+            for slot in list(self._running):
+                slot.kill_and_reap()
+        else:
+            self._forgotten("it was garbage-collected")
+
+    async def _shutdown(self) -> None:
+        # In the host, shielded: a cancelled caller must not cut the shutdown in half.
+        self._phase = "stopping"  # new calls are refused from here on
+        try:
+            waiter = self._submit(lambda ticket: Close(now=_now(), ticket=ticket))
+            # No bound of our own: the machine answers Close by a deadline of its own,
+            # which the timer fires like any other (SessionMachine.next_deadline).
+            await waiter.wait()
+        finally:
+            self._phase = "stopped"  # from here on late events are dropped, not fed
+            self._recorder = None  # its file closes once the task group has ended
+            self._disarm()
+            for slot in list(self._running):  # safety net: the machine should leave none
+                slot.kill()
+            if self._http is not None:  # the machine has aborted its requests already
+                await self._http.aclose()
+            self._browser.close()  # a browser step still waiting ends its thread
+            if self._host_scope is not None:
+                self._host_scope.cancel()  # process tasks reap their processes
+
+    def _ended(self) -> None:
+        """The host has ended: every task of the session is gone, every process reaped."""
+        self._phase = "stopped"
+        self._recorder = None
+        self._disarm()
+        self._browser.close()
+        if self._record_file is not None:
+            self._record_file.close()
+        # Callers still waiting (only if the host failed): the session is closed for them.
+        waiters, self._waiters = self._waiters, {}
+        for waiter in waiters.values():
+            waiter.set(Reply(ticket=waiter.ticket, error=NotReady("closed")))
+        _HOSTED.discard(self)
+        assert self._host_done is not None
+        self._host_done.set()
 
     # --- the loop ------------------------------------------------------------------------
 
-    def _feed(self, event: Event) -> None:
+    def feed(self, event: Event) -> None:
         if self._phase == "stopped":
             return  # late reader output after stop: nobody listens any more
         if self._recorder is not None:
-            self._recorder.record(event, secret=self._machine.is_secret(event))
-        for action in self._machine.handle(event):
+            self._recorder.record(event, secret=self.machine.is_secret(event))
+        for action in self.machine.handle(event):
             self._perform(action)
         if self._timing or self._deadline_changed is not None:
-            deadline = self._machine.next_deadline()
+            deadline = self.machine.next_deadline()
             # Re-arm the timer only for an earlier deadline: a later one is found when the
             # armed one passes (one spare wake-up per deadline instead of one per event).
             if deadline is not None and (self._armed is None or deadline < self._armed):
@@ -737,13 +940,13 @@ class Client:
                 if action.slot in self._slots:
                     self._slots[action.slot].write(action.data)
             case Reply():
-                self._reservations.take(action.ticket)  # never settled: not ours
+                self.reservations.take(action.ticket)  # never settled: not ours
                 waiter = self._waiters.pop(action.ticket, None)
                 if waiter is not None:
                     waiter.set(action)
             case Spawn():
                 # The machine drops the events of a process it replaced (by generation).
-                slot = self._slots[action.slot] = ProcessSlot(action, self._feed, _now)
+                slot = self._slots[action.slot] = ProcessSlot(action, self.feed, _now)
                 assert self._tasks is not None
                 self._tasks.start_soon(self._run_slot, slot)
             case CloseStdin():
@@ -759,7 +962,7 @@ class Client:
                 if self._http is not None:
                     self._http.abort(action.stream)
             case SettleReservation():
-                reservation = self._reservations.take(action.ticket)
+                reservation = self.reservations.take(action.ticket)
                 if reservation is not None:
                     settle(reservation, action.commit, _log)
             case HandleServerRequest():
@@ -770,7 +973,7 @@ class Client:
                 if waiter is not None and waiter.progress is not None:
                     report(waiter.progress, action, _log)
             case ResourceUpdated():
-                on_update = self._on_update.get(action.uri)
+                on_update = self.on_update.get(action.uri)
                 if on_update is not None:
                     assert self._tasks is not None
                     self._tasks.start_soon(self._updated, on_update, action.uri)
@@ -797,7 +1000,7 @@ class Client:
                 raise TypeError(f"unknown action {action!r}")
 
     async def _feed_result(self, make: Callable[[], Event], in_thread: bool = False) -> None:
-        self._feed(await anyio.to_thread.run_sync(make) if in_thread else make())
+        self.feed(await anyio.to_thread.run_sync(make) if in_thread else make())
 
     async def _authorize_step(self, url: str, state: str) -> None:
         """``Authorize``: the ``authorize=`` callback (plain or async; the core checks the
@@ -818,13 +1021,13 @@ class Client:
                 event = self._browser.failed(exc)
             else:
                 event = self._browser.answered(answer)
-        self._feed(event)
+        self.feed(event)
 
     async def _completed(self, elicitation_id: str) -> None:
         """Tell the application a URL elicitation is complete; without a callback, log it."""
         callback = self._elicitation_complete
         if callback is None:
-            _log.info("server %r completed URL elicitation %r", self.name, elicitation_id)
+            _log.info("server %r completed URL elicitation %r", self._spec.name, elicitation_id)
             return
         try:
             result = callback(elicitation_id)
@@ -856,7 +1059,7 @@ class Client:
             )
         else:
             answer = ServerRequestAnswered(now=_now(), handle=action.handle, result=dict(result))
-        self._feed(answer)
+        self.feed(answer)
 
     async def _run_slot(self, slot: ProcessSlot) -> None:
         self._running.add(slot)
@@ -886,11 +1089,11 @@ class Client:
         due (the feed re-arms for the next one), else re-arm for it. A deadline the machine
         fails to clear re-arms with no delay: a callback of the loop, so it cannot starve it."""
         self._timer = self._armed = None
-        deadline = self._machine.next_deadline()
+        deadline = self.machine.next_deadline()
         if deadline is None or not self._timing:
             return
         if _now() >= deadline:
-            self._feed(TimerFired(now=_now()))
+            self.feed(TimerFired(now=_now()))
         else:
             self._arm(deadline)
 
@@ -898,9 +1101,9 @@ class Client:
         # trio: one timer task, sleeping until machine.next_deadline(), or until a feed moved it.
         while True:
             changed = self._deadline_changed = anyio.Event()
-            deadline = self._armed = self._machine.next_deadline()
+            deadline = self._armed = self.machine.next_deadline()
             if deadline is not None and _now() >= deadline:
-                self._feed(TimerFired(now=_now()))
+                self.feed(TimerFired(now=_now()))
             # After a feed the deadline is in the past or `changed` is set: the wait below is
             # then only a checkpoint, so a deadline the machine fails to clear cannot starve
             # the event loop.
@@ -957,19 +1160,15 @@ def _protect_background_tasks() -> None:
     the caller's task with an exception group. Protected, the interrupt reaches the caller's
     own task instead, whose ``async with`` then stops the server. Trio keys protection on the
     code object, so marking once is enough. asyncio turns SIGINT into cancelling the main
-    task and needs nothing. trio is never imported here unless it is already running.
+    task and needs nothing. Called on trio only.
     """
-    trio = sys.modules.get("trio")
-    if trio is None:
-        return
-    try:
-        trio.lowlevel.current_trio_token()
-    except RuntimeError:
-        return  # trio is imported but we are on asyncio
+    import trio
+
     for function in (
-        Client._host,
-        Client._run_timer,
-        Client._run_slot,
+        _Session._host,
+        _Session._watch,
+        _Session._run_timer,
+        _Session._run_slot,
         ProcessSlot.run,
         *ProcessSlot.background_functions(),
         *HttpExecutor.background_functions(),

@@ -1,23 +1,20 @@
 """Many servers behind one tool list: ``ClientGroup``, on anyio.
 
-The same API as ``mcp_sync.ClientGroup``, awaited. Each client lives in a task of the group's
-task group from its ``start()`` to its ``stop()`` (a ``Client`` must be started and stopped by
-the same task), so the clients stop concurrently when the group ends. The naming rules, the
+The same API as ``mcp_sync.ClientGroup``, awaited. The group starts its clients one after the
+other (each returns at once: it connects in the background, in a task of its own) and stops
+them concurrently, in a task group that lives only as long as ``stop()``. The naming rules, the
 routing table and the reading of specs (``mcp_core.group.plan_group``) are the core's, shared with
 the blocking driver.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
 import anyio
-from anyio.abc import TaskStatus
 
 from _mcp_io.client import client_keywords, left_out, publish, server_log
 from mcp_core import (
@@ -55,8 +52,8 @@ class ClientGroup:
     client: Client keywords (``elicitation=``, ...) as they are, spec fields
     (``call_timeout=``, ...) over each server's own. A server refused here is reported by
     ``status()``, never raised; ``TypeError`` only for an unknown option or ``specs`` of the
-    wrong type. Like ``Client``, it must be constructed inside the event loop, and
-    ``start()``/``stop()`` must be called from the same task (``async with`` does that).
+    wrong type. Like ``Client``, a group never stopped has its clients stopped when the run
+    ends, each with a ``ResourceWarning``.
 
     ``fail_fast=True`` makes the group's readiness waits stop waiting for a server at its first
     failed connect attempt (it keeps retrying in the background); each client's own
@@ -95,8 +92,6 @@ class ClientGroup:
         for name, status in self._down.items():
             server_log(name).warning("server %r is not started: %s", name, status.last_error)
         self._phase = "new"  # -> "running" -> "stopped": a group runs once
-        self._stack: AsyncExitStack | None = None
-        self._stopping: anyio.Event | None = None
 
     @property
     def clients(self) -> Mapping[str, Client]:
@@ -119,38 +114,22 @@ class ClientGroup:
             return
         if self._phase == "stopped":
             raise NotReady("closed")
-        _protect_background_tasks()
-        stack = AsyncExitStack()
+        started: list[Client] = []
         try:
-            tasks = await stack.enter_async_context(anyio.create_task_group())
-            stopping = self._stopping = anyio.Event()
-            stack.callback(stopping.set)  # runs first on close: the hosts stop their clients
             for client in self._clients.values():
-                await tasks.start(self._host, client)
+                await client.start()
+                started.append(client)
         except BaseException:
-            await stack.aclose()
+            await _stop_all(started)
             raise
-        self._stack = stack
         self._phase = "running"
 
     async def stop(self) -> None:
         """Stop every client at once and wait until every server process is gone. Never
         raises for a server; a cancelled caller still waits for it (shielded); idempotent."""
+        clients = list(self._clients.values()) if self._phase == "running" else []
         self._phase = "stopped"
-        stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.aclose()
-
-    async def _host(self, client: Client, *, task_status: TaskStatus[None]) -> None:
-        # One task per client from its start() to its stop(): the same task must do both, and
-        # with no cancel scope of ours between them (stop() shields its own shutdown).
-        assert self._stopping is not None
-        await client.start()
-        try:
-            task_status.started()
-            await self._stopping.wait()
-        finally:
-            await client.stop()
+        await _stop_all(clients)
 
     async def __aenter__(self) -> ClientGroup:
         await self.start()
@@ -373,14 +352,9 @@ class ClientGroup:
         return route
 
 
-def _protect_background_tasks() -> None:
-    """On trio, mark the group's host tasks KI-protected, as ``Client`` does for its own: a
-    Ctrl-C then reaches the caller's task, whose ``async with`` stops every server."""
-    trio = sys.modules.get("trio")
-    if trio is None:
-        return
-    try:
-        trio.lowlevel.current_trio_token()
-    except RuntimeError:
-        return  # trio is imported but we are on asyncio
-    trio.lowlevel.enable_ki_protection(ClientGroup._host)
+async def _stop_all(clients: list[Client]) -> None:
+    """Stop ``clients`` at once; a cancelled caller still waits for them (shielded)."""
+    with anyio.CancelScope(shield=True):
+        async with anyio.create_task_group() as tasks:
+            for client in clients:
+                tasks.start_soon(client.stop)

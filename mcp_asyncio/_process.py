@@ -54,6 +54,9 @@ _STDERR_DRAIN = 1.0
 _READ_SIZE = 65536
 # Without a pidfd the reaper polls waitpid from this interval, doubling up to the longest.
 _REAP_POLL = (0.001, 0.05)
+# A killed process exits at once unless the kernel holds it (uninterruptible sleep): how long
+# kill_and_reap waits for it, blocking, when there is no loop to wait in.
+_REAP_WITHOUT_LOOP = 1.0
 
 
 class ProcessSlot:
@@ -182,6 +185,16 @@ class ProcessSlot:
         """Safety net: SIGKILL the group if the process has not been reaped."""
         if self.process is not None and self.process.returncode is None:
             _killpg(self.process.pid, signal.SIGKILL)
+
+    def kill_and_reap(self) -> None:
+        """No event loop runs any more (a client dropped after its loop ended): SIGKILL the
+        group and reap the process here, waiting for it at most ``_REAP_WITHOUT_LOOP``."""
+        process = self.process
+        if process is None or process.returncode is not None:
+            return
+        _killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+            process.wait(timeout=_REAP_WITHOUT_LOOP)
 
     async def run(self) -> None:
         """Spawn, pump the pipes until stdout EOF, reap, feed ``ProcessExited``: the process's
