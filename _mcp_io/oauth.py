@@ -92,6 +92,16 @@ _MAX_PARAMETERS = 64
 # thread-safe by itself, and a group's clients may share one store.
 _STORE_LOCK = threading.Lock()
 
+
+def _new_store_lock() -> None:
+    # A thread of the parent may hold the lock at the fork, and is not in the child: the
+    # child's own clients get a fresh lock (os.register_at_fork).
+    global _STORE_LOCK
+    _STORE_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_store_lock)
+
 Clock = Callable[[], float]
 
 

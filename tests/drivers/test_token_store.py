@@ -510,3 +510,33 @@ def test_a_new_directory_is_made_private_without_following_a_link(
     FileTokenStore(directory / "tokens.json").save(SERVER, record())
     assert mode(elsewhere) == 0o755  # the linked directory was not chmod-ed to 0700
     assert mode(elsewhere / "tokens.json") == 0o600
+
+
+def test_a_forked_child_gets_a_store_lock_no_parent_thread_holds() -> None:
+    """A parent's thread saving tokens at the moment of a fork holds the store lock in the
+    child too, where that thread does not exist: the child's clients would wait forever."""
+    from _mcp_io import oauth
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with oauth._STORE_LOCK:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(30)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether the lock can be taken, then leave at once
+        os.write(write, b"1" if oauth._STORE_LOCK.acquire(timeout=10) else b"0")
+        os._exit(0)
+    os.close(write)
+    try:
+        assert os.read(read, 1) == b"1"
+    finally:
+        release.set()
+        holder.join()
+        os.close(read)
+        os.waitpid(pid, 0)
