@@ -37,7 +37,10 @@ after the run. Now:
   shut the session down; if the loop no longer runs, the server's process group is killed and
   reaped there and then.
 
-A caller that gives up withdraws, with its own ticket, every other waiter that has
+The caller's edge. Each public call first compares the running loop with the client's
+(``WrongEventLoop``: asyncio's own futures and handles would fail in another loop) and the
+process with the one the client started in (``_mcp_io.fork``: ``UsedAfterFork``, nothing
+touched). A caller that gives up withdraws, with its own ticket, every other waiter that has
 given up in the same moment (one cancel scope over many calls), so that the machine frees their
 slots at once and promotes none of their queued calls into a freed slot.
 """
@@ -123,7 +126,9 @@ from mcp_core import (
     TokenStore,
     Tool,
     Unsubscribe,
+    UsedAfterFork,
     WriteStdin,
+    WrongEventLoop,
 )
 from mcp_core.driver import CompletionRef, completion_params
 from mcp_core.replay import Recorder
@@ -267,7 +272,10 @@ class Client:
     any task of the loop. Constructing with a refused spec raises ``InvalidSpec`` and starts
     nothing.
 
-    Stop what you start: a client still
+    A client belongs to the event loop it was started on and to the process it was started
+    in: used from another loop, any call (``stop()`` too) raises ``WrongEventLoop``; in an
+    ``os.fork()`` child, ``UsedAfterFork``, with nothing sent, signalled or closed (``stop()``
+    there returns at once: the session is the parent's). Stop what you start: a client still
     running when its run ends, or when it is garbage-collected, is stopped then, with a
     ``ResourceWarning`` (as an unclosed file is).
     """
@@ -356,7 +364,8 @@ class Client:
     async def start(self) -> None:
         """Start connecting in the background and return once the background task runs.
 
-        Raises ``NotReady('closed')`` on a client that was stopped; does nothing if running.
+        Raises ``NotReady('closed')`` on a client that was stopped; does nothing if running
+        (on its own loop).
         """
         session = self._session
         if await session.start():
@@ -367,7 +376,9 @@ class Client:
         """Close the session: fail pending work, shut every process down, end every task.
 
         Never raises for the session's own state and leaves no process behind; idempotent. A
-        cancelled caller still waits for the shutdown to end (shielded).
+        cancelled caller still waits for the shutdown to end (shielded). In a forked child it
+        returns at once, touching nothing; on another event loop it raises ``WrongEventLoop``
+        (unless the client has stopped already).
         """
         await self._session.stop()
 
@@ -567,6 +578,7 @@ class Client:
         subscribing again replaces the callback. The subscription outlives reconnects. If it
         fails, the callback it replaced (if any) stays."""
         session = self._session
+        session.check()  # another loop, a forked child: the callbacks stay as they are
         previous = session.on_update.get(uri)
         # Before the answer: an update may be performed right after it, in the same feed.
         session.on_update[uri] = on_update
@@ -584,6 +596,7 @@ class Client:
         """Stop the updates of ``uri``: its callback is not called from now on, even if this
         raises (after telling the server failed)."""
         session = self._session
+        session.check()
         session.on_update.pop(uri, None)
         await session.call(lambda t: Unsubscribe(now=_now(), ticket=t, uri=uri, timeout=timeout))
 
@@ -591,11 +604,15 @@ class Client:
         """Tell the server the answer of the ``roots=`` handler changed, so that it asks again
         (legacy sessions; 2026-07-28 servers ask on every request that needs roots). Never
         blocks; does nothing without a ``roots=`` handler or a ready session."""
-        self._session.feed(RootsChanged(now=_now()))
+        session = self._session
+        session.check()
+        session.feed(RootsChanged(now=_now()))
 
     def status(self) -> Status:
         """A snapshot of the session; never blocks."""
-        return self._session.machine.status(_now())
+        session = self._session
+        session.check()
+        return session.machine.status(_now())
 
     async def _list(self, kind: str, refresh: bool, timeout: float | None) -> object:
         return await self._session.call(
@@ -652,7 +669,7 @@ class _Session:
         self._authorize = authorize
         self._browser = BrowserStep(spec, authorize, _now)
         self._phase = "new"  # -> "running" -> "stopping" -> "stopped": a client runs once
-        self._origin: ProcessOrigin | None = None  # the process start() ran in (abandon())
+        self._origin: ProcessOrigin | None = None  # the process start() ran in
         self._loop: asyncio.AbstractEventLoop | None = None  # set on asyncio (see _Waiter)
         self._trio_token: Any = None  # trio: the run's token (abandon() reaches the run by it)
         # trio: _trio_waiter()
@@ -678,11 +695,32 @@ class _Session:
         self._host_id = 0  # anyio's id of the host task
         self._host_task: asyncio.Task[None] | None = None  # asyncio: the host
 
+    # --- the caller's edge ---------------------------------------------------------------
+
+    def check(self) -> None:
+        """Raise ``UsedAfterFork`` in a forked child, ``WrongEventLoop`` on another loop
+        (while the client runs); nothing otherwise."""
+        origin = self._origin
+        if origin is not None and not origin.here():
+            raise UsedAfterFork(self._spec.name, origin.pid, os.getpid())
+        if self._phase in ("running", "stopping") and _running_loop() is not self._loop:
+            raise WrongEventLoop(self._spec.name)
+
+    def _refuse(self) -> None:
+        """Why ``call`` cannot go on: always raises."""
+        self.check()
+        raise NotReady("closed")
+
     async def call(
         self, make: Callable[[int], Event], progress: ProgressCallback | None = None
     ) -> object:
-        if self._phase != "running":
-            raise NotReady("closed")
+        # One identity comparison: a client that runs, called on its own loop. In a forked
+        # child asyncio has no running loop (CPython checks the pid, or resets it at fork),
+        # so only trio, whose loop is None, needs the fork check too (one int comparison).
+        if self._phase != "running" or _running_loop() is not self._loop:
+            self._refuse()
+        if self._loop is None and (self._origin is None or not self._origin.here()):
+            self._refuse()
         waiter = self._submit(make, progress)
         try:
             await waiter.wait()
@@ -724,8 +762,9 @@ class _Session:
     # --- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> bool:
-        """Start the host and the session; False if it runs already."""
+        """Start the host and the session; False if it runs already (on this loop)."""
         if self._phase in ("running", "stopping"):
+            self.check()
             return False
         if self._phase == "stopped":
             raise NotReady("closed")
@@ -777,9 +816,11 @@ class _Session:
         return True
 
     async def stop(self) -> None:
-        done = self._host_done
-        if done is None or done.is_set():
-            return  # never started, or stopped
+        origin, done = self._origin, self._host_done
+        if origin is None or done is None or not origin.here() or done.is_set():
+            return  # never started, a forked child (the session is the parent's), or stopped
+        if _running_loop() is not self._loop:
+            raise WrongEventLoop(self._spec.name)
         assert self._stop_asked is not None
         self._stop_asked.set()
         if anyio.get_current_task().parent_id == self._host_id:

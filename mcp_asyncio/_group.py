@@ -28,6 +28,7 @@ from mcp_core import (
     ResourceTemplate,
     Status,
     Tool,
+    UsedAfterFork,
 )
 from mcp_core.group import GroupSpecs, PromptTable, ToolTable, down_error, plan_group
 
@@ -52,8 +53,10 @@ class ClientGroup:
     client: Client keywords (``elicitation=``, ...) as they are, spec fields
     (``call_timeout=``, ...) over each server's own. A server refused here is reported by
     ``status()``, never raised; ``TypeError`` only for an unknown option or ``specs`` of the
-    wrong type. Like ``Client``, a group never stopped has its clients stopped when the run
-    ends, each with a ``ResourceWarning``.
+    wrong type. Like ``Client``, it belongs to the event loop it was started on
+    (``WrongEventLoop`` elsewhere) and to the process (``UsedAfterFork`` in a forked child); a
+    group never stopped has its clients stopped when the run ends, each with a
+    ``ResourceWarning``.
 
     ``fail_fast=True`` makes the group's readiness waits stop waiting for a server at its first
     failed connect attempt (it keeps retrying in the background); each client's own
@@ -111,6 +114,8 @@ class ClientGroup:
         raised. ``NotReady('closed')`` on a stopped group.
         """
         if self._phase == "running":
+            for client in self._clients.values():
+                client._session.check()  # another loop, a forked child: as Client.start
             return
         if self._phase == "stopped":
             raise NotReady("closed")
@@ -126,8 +131,15 @@ class ClientGroup:
 
     async def stop(self) -> None:
         """Stop every client at once and wait until every server process is gone. Never
-        raises for a server; a cancelled caller still waits for it (shielded); idempotent."""
+        raises for a server; a cancelled caller still waits for it (shielded); idempotent.
+        ``WrongEventLoop`` on another loop, as ``Client.stop``; in a forked child it returns,
+        touching nothing."""
         clients = list(self._clients.values()) if self._phase == "running" else []
+        try:
+            for client in clients:
+                client._session.check()  # before any client is stopped
+        except UsedAfterFork:
+            return  # the sessions are the parent's
         self._phase = "stopped"
         await _stop_all(clients)
 

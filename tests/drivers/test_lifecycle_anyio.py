@@ -1,8 +1,13 @@
-"""The anyio driver's lifecycle at its edges, on asyncio and trio: a client whose owner never
-stopped it (its run ended, or it was dropped), and ``stop()`` called from one of the client's
+"""The anyio driver's lifecycle at its edges, on asyncio and trio: a client used in a child made
+by ``os.fork()``, a client whose owner never stopped it (its run ended, or it was dropped), a
+client used from another asyncio event loop, and ``stop()`` called from one of the client's
 own handlers.
 
-The peer is ``tests/servers/fault_server.py``: standard library, exits 0 on stdin EOF.
+Fork tests fork this test process from a thread of its own (the child then runs in a thread
+that is in no event loop, so it may start one), run one function there, report through a pipe
+and always end with ``os._exit``; the parent waits for the report and for the child's exit by
+a deadline (kills it after that). The peer is ``tests/servers/fault_server.py``: standard
+library, exits 0 on stdin EOF, records the ids of the ``notifications/cancelled`` it gets.
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ import gc
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +32,7 @@ import pytest
 import trio
 
 from mcp_asyncio import Client, ClientGroup
-from mcp_core import NotReady
+from mcp_core import NotReady, UsedAfterFork, WrongEventLoop
 from tests.conftest import children_of, fault_server_argv
 
 pytestmark = pytest.mark.timeout(90)
@@ -87,6 +94,142 @@ def _unraisable() -> Iterator[list[str]]:
         yield seen
     finally:
         sys.unraisablehook = previous
+
+
+# --- fork -----------------------------------------------------------------------------------
+
+
+def _first_step(coroutine: Coroutine[Any, Any, Any]) -> str:
+    """Run ``coroutine`` up to its first wait, without any event loop: what it did then. A
+    refusal raises at once, a ``stop()`` with nothing to do returns at once; "waited" means it
+    got as far as waiting for an answer (and has written its request already)."""
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        return "returned"
+    except BaseException as exc:
+        return type(exc).__name__
+    coroutine.close()
+    return "waited"
+
+
+def _fork(child: Callable[[], object]) -> Callable[[], Awaitable[Any]]:
+    """Fork from a new thread; the child runs ``child()`` in that thread and writes
+    ``{"result": ...}`` or ``{"raised": "Type: message"}`` to a pipe, then ``os._exit(0)``.
+    Returns an async function that waits (by ``_DEADLINE``) for the report and the child's
+    exit, returns the report, and kills the child past the deadline."""
+    read_end, write_end = os.pipe()
+    forked: list[int] = []
+
+    def fork() -> None:
+        pid = os.fork()
+        if pid:
+            forked.append(pid)
+            return
+        try:  # the child: never returns
+            try:
+                outcome: dict[str, Any] = {"result": child()}
+            except BaseException as exc:
+                outcome = {"raised": f"{type(exc).__name__}: {exc}"}
+            data = json.dumps(outcome, default=repr).encode()
+            while data:
+                data = data[os.write(write_end, data) :]
+        finally:
+            os._exit(0)
+
+    thread = threading.Thread(target=fork)
+    thread.start()
+    thread.join()
+    os.close(write_end)
+    (pid,) = forked
+
+    async def report() -> Any:
+        chunks: list[bytes] = []
+        pidfd = os.pidfd_open(pid)
+        try:
+            with anyio.fail_after(_DEADLINE):
+                while chunk := (await _read(read_end)):
+                    chunks.append(chunk)
+                await anyio.wait_readable(pidfd)  # it exited
+        except BaseException:
+            os.kill(pid, signal.SIGKILL)
+            raise
+        finally:
+            os.close(pidfd)
+            os.close(read_end)
+            _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert chunks, "the forked child ended without a report"
+        return json.loads(b"".join(chunks))
+
+    return report
+
+
+async def _read(fd: int) -> bytes:
+    await anyio.wait_readable(fd)
+    return os.read(fd, 65536)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_forked_child_cannot_use_the_parents_client(anyio_backend: str) -> None:
+    async with _client() as client:
+        assert (await client.call_tool("echo", {"text": "before"})).text == "before"
+        server = _server_pid(client)
+
+        def child() -> dict[str, str]:
+            steps = {
+                "call_tool": lambda: client.call_tool("echo", {"text": "child"}),
+                "list_tools": lambda: client.list_tools(refresh=True),
+                "ping": client.ping,
+                "start": client.start,
+                "stop": client.stop,
+                "__aexit__": lambda: client.__aexit__(None, None, None),
+            }
+            seen = {name: _first_step(step()) for name, step in steps.items()}
+            for name, call in (("status", client.status), ("roots", client.notify_roots_changed)):
+                try:
+                    call()
+                    seen[name] = "returned"
+                except BaseException as exc:
+                    seen[name] = type(exc).__name__
+            return seen
+
+        report = await _fork(child)()
+        refused = dict.fromkeys(("call_tool", "list_tools", "ping", "start", "status", "roots"))
+        assert report == {
+            "result": {
+                **{name: UsedAfterFork.__name__ for name in refused},
+                "stop": "returned",
+                "__aexit__": "returned",
+            }
+        }
+        # The parent's session is as it was: nothing was written, signalled or closed.
+        assert children_of(os.getpid()) == [server]
+        for n in range(5):
+            assert (await client.call_tool("echo", {"text": f"parent {n}"})).text == f"parent {n}"
+        cancelled = await client.call_tool("cancelled_ids")
+        assert json.loads(cancelled.text) == []
+        assert client.status().state == "ready"
+    assert children_of(os.getpid()) == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_forked_child_runs_a_client_of_its_own(anyio_backend: str) -> None:
+    async with _client() as client:
+        server = _server_pid(client)
+
+        async def in_child() -> str:
+            await client.stop()  # the parent's: returns, touching nothing
+            async with _client("child") as own:
+                return (await own.call_tool("echo", {"text": "own"})).text
+
+        report = await _fork(lambda: anyio.run(in_child, backend=anyio_backend))()
+        assert report == {"result": "own"}
+        assert children_of(os.getpid()) == [server]
+        assert (await client.call_tool("echo", {"text": "parent"})).text == "parent"
+    assert children_of(os.getpid()) == []
 
 
 # --- forgotten clients ------------------------------------------------------------------------
@@ -177,6 +320,60 @@ def test_a_client_dropped_when_its_loop_no_longer_runs_has_its_server_killed() -
             gc.collect()
         assert _unclosed(caught) == ["unclosed client 'forgotten'"]
         assert _gone(server)  # killed and reaped at once: no loop runs to do it later
+    assert children_of(os.getpid()) == []
+
+
+# --- another event loop -----------------------------------------------------------------------
+
+
+def test_an_asyncio_client_refuses_another_loop_and_stays_usable_on_its_own() -> None:
+    with asyncio.Runner() as home, asyncio.Runner() as other:
+
+        async def started() -> Client:
+            client = _client()
+            await client.__aenter__()
+            return client
+
+        client = home.run(started())
+
+        async def elsewhere() -> dict[str, str]:
+            seen: dict[str, str] = {}
+            calls: dict[str, Callable[[], Awaitable[object]]] = {
+                "call_tool": lambda: client.call_tool("echo", {"text": "elsewhere"}),
+                "ping": client.ping,
+                "subscribe": lambda: client.subscribe("test://x", lambda uri: None),
+                "start": client.start,
+                "stop": client.stop,
+            }
+            for name, call in calls.items():
+                try:
+                    await call()
+                    seen[name] = "returned"
+                except WrongEventLoop as exc:
+                    assert "belongs to the loop it was started on" in str(exc)
+                    assert isinstance(exc, RuntimeError)
+                    seen[name] = "WrongEventLoop"
+            for name, plain in (("status", client.status), ("roots", client.notify_roots_changed)):
+                try:
+                    plain()
+                    seen[name] = "returned"
+                except WrongEventLoop:
+                    seen[name] = "WrongEventLoop"
+            return seen
+
+        seen = other.run(elsewhere())
+        assert seen == dict.fromkeys(
+            ("call_tool", "ping", "subscribe", "start", "stop", "status", "roots"),
+            "WrongEventLoop",
+        )
+
+        async def at_home() -> str:
+            text = (await client.call_tool("echo", {"text": "home"})).text
+            await client.stop()
+            return text
+
+        assert home.run(at_home()) == "home"
+        assert other.run(client.stop()) is None  # stopped: nothing left to refuse
     assert children_of(os.getpid()) == []
 
 
