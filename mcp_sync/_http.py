@@ -715,14 +715,23 @@ class HttpExecutor:
 
     @staticmethod
     def _arm(connection: _Connection, epoll: Any) -> None:
-        """Have ``epoll`` report once when ``connection`` has room to write."""
+        """Have ``epoll`` report once when ``connection`` has room to write.
+
+        Two threads may arm the same connection an instant apart (a caller's partial send,
+        then the writer's after the event the caller's registration raised), outside the
+        lock: the second may find it registered before the first noted so. Its registration
+        then fails (EEXIST) and it re-arms with ``modify``: a failure swallowed there left
+        the one-shot registration spent, and the rest of the body unsent for ever."""
         fd = connection.sock.fileno()
         try:
-            if connection.epoll is epoll:
-                epoll.modify(fd, _OUT)
-            else:
-                epoll.register(fd, _OUT)
+            if connection.epoll is not epoll:
                 connection.epoll = epoll
+                try:
+                    epoll.register(fd, _OUT)
+                    return
+                except FileExistsError:
+                    pass  # registered by the other thread meanwhile: re-arm it
+            epoll.modify(fd, _OUT)
         except (OSError, ValueError):  # closed meanwhile (aborted): nothing to wait for
             pass
 

@@ -7,6 +7,8 @@ each waits for its event, with a deadline."""
 
 from __future__ import annotations
 
+import select
+import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -167,3 +169,26 @@ def test_an_abort_takes_handed_bytes_back_unsent(
     assert not any(isinstance(e, HttpResponseEnded) for e in harness.of(2))
     assert all(isinstance(e, HttpFailed) for e in harness.of(2))
     assert harness.executor.in_flight == 0
+
+
+def test_a_connection_another_thread_registered_an_instant_ago_is_armed_again() -> None:
+    # A caller's partial send registers the connection with the writer's epoll; the writer,
+    # woken by that registration, sends more and arms it again before the caller noted the
+    # registration: its register fails (EEXIST). That failure was swallowed, the one-shot
+    # registration stayed spent, and the rest of the body was never sent (about one run in
+    # fifteen of the test above).
+    from mcp_sync._http import _EPOLL, HttpExecutor, _Connection
+
+    ours, peer = socket.socketpair()
+    epoll = _EPOLL()
+    try:
+        connection = _Connection(("http", "127.0.0.1", 80), ours)
+        epoll.register(ours.fileno(), select.EPOLLOUT | select.EPOLLONESHOT)  # the caller's
+        assert epoll.poll(WAIT)  # the writer took its one event
+        assert connection.epoll is None  # the caller has not noted its registration yet
+        HttpExecutor._arm(connection, epoll)  # the writer's, after its own partial send
+        assert [fd for fd, _ in epoll.poll(WAIT)] == [ours.fileno()]
+    finally:
+        epoll.close()
+        ours.close()
+        peer.close()
