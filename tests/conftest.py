@@ -23,6 +23,7 @@ skipping its real-peer tests.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -31,8 +32,9 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
+import anyio
 import pytest
 from hypothesis import settings
 
@@ -195,6 +197,43 @@ def wait_until(
             raise AssertionError(f"{message} still false after {timeout} s (last value {value!r})")
         time.sleep(min(delay, remaining))
         delay = min(delay * 2, 0.05)
+
+
+async def until(predicate: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
+    """``wait_until`` in a task: poll ``predicate`` until it holds; AssertionError naming
+    ``what`` at the deadline. The same rule: only for state with no event of its own."""
+    try:
+        with anyio.fail_after(timeout):
+            while not predicate():
+                await anyio.sleep(0.005)
+    except TimeoutError:
+        raise AssertionError(f"waited {timeout} s for {what}") from None
+
+
+def report_and_exit(child: Callable[[], object], write_end: int) -> NoReturn:
+    """What a test's forked child does: run ``child()``, write ``{"result": ...}`` (JSON) or
+    ``{"raised": "Type: message"}`` to ``write_end``, and ``os._exit(0)`` whatever happened
+    (never the parent's atexit hooks, fixtures or finalizers)."""
+    try:
+        try:
+            outcome: dict[str, Any] = {"result": child()}
+        except BaseException as exc:
+            outcome = {"raised": f"{type(exc).__name__}: {exc}"}
+        data = json.dumps(outcome, default=repr).encode()
+        while data:
+            data = data[os.write(write_end, data) :]
+    finally:
+        os._exit(0)
+
+
+def nested(levels: int) -> list[Any]:
+    """A list nested ``levels`` deep: ``[[[...]]]``."""
+    outer: list[Any] = []
+    inner = outer
+    for _ in range(levels):
+        inner.append([])
+        inner = inner[0]
+    return outer
 
 
 # --- the same helpers as fixtures ---

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import mcp_core as core
+from tests.conftest import nested
 from tests.core.harness import TEXT_RESULT, Harness
 
 
@@ -20,15 +21,6 @@ def _cycle() -> dict[str, Any]:
     looped: dict[str, Any] = {"name": "x"}
     looped["again"] = [looped]
     return looped
-
-
-def _deep(levels: int) -> list[Any]:
-    outer: list[Any] = []
-    inner = outer
-    for _ in range(levels):
-        inner.append([])
-        inner = inner[0]
-    return outer
 
 
 BAD_ARGUMENTS = [
@@ -40,7 +32,7 @@ BAD_ARGUMENTS = [
     ({"items": [1, 2, float("nan")]}, "arguments.items[2]", "is nan"),
     ({"limit": float("inf")}, "arguments.limit", "is inf"),
     (_cycle(), "arguments.again[0]", "contains itself"),
-    ({"deep": _deep(5000)}, "arguments.deep[0]", "deeper than 512"),
+    ({"deep": nested(5000)}, "arguments.deep[0]", "deeper than 512"),
     ({"map": {(1, 2): "x"}}, "arguments.map", "key of type tuple"),
     ({"map": {float("nan"): "x"}}, "arguments.map", "the key nan"),
     ({"odd key": {"x": {1}}}, "arguments['odd key'].x", "a set"),
@@ -191,7 +183,7 @@ def test_nesting_the_encoder_has_no_stack_left_for_is_refused_not_raised() -> No
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(len(inspect.stack()) + 150)  # too shallow for 400 levels
     try:
-        t = h.call("echo", {"deep": _deep(400)})
+        t = h.call("echo", {"deep": nested(400)})
     finally:
         sys.setrecursionlimit(limit)
     error = h.error(t)

@@ -20,19 +20,10 @@ import anyio.to_thread
 import pytest
 
 import mcp_core as core
-from tests.conftest import SERVERS_DIR, py_server_argv
+from tests.conftest import SERVERS_DIR, nested, py_server_argv
 from tests.drivers.facade import Facade
 
 pytestmark = pytest.mark.anyio
-
-
-def _deep(levels: int) -> list[Any]:
-    outer: list[Any] = []
-    inner = outer
-    for _ in range(levels):
-        inner.append([])
-        inner = inner[0]
-    return outer
 
 
 def _cycle() -> dict[str, Any]:
@@ -49,7 +40,7 @@ BAD_ARGUMENTS = [
     {"text": object()},
     {"text": float("nan")},
     _cycle(),
-    {"text": _deep(5000)},
+    {"text": nested(5000)},
 ]
 
 

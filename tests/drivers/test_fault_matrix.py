@@ -51,7 +51,7 @@ import pytest
 from trio._core import _thread_cache as trio_thread_cache
 
 import mcp_core as core
-from tests.conftest import children_of, fault_server_argv, wait_until
+from tests.conftest import children_of, fault_server_argv, until, wait_until
 from tests.drivers.facade import DRIVERS, Facade
 from tests.servers.http_fault_server import HttpFaultServer, HttpSseFaultServer
 
@@ -309,16 +309,6 @@ async def answered(what: str, deadline: float, call: Callable[[], Awaitable[Any]
     except TimeoutError:
         message = f"{what}: no answer by its deadline ({deadline} s) + {MARGIN} s"
         raise AssertionError(message) from None
-
-
-async def until(predicate: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-    """Wait for state that has no event of its own (a request reaching the server)."""
-    try:
-        with anyio.fail_after(timeout):
-            while not predicate():
-                await anyio.sleep(0.005)
-    except TimeoutError:
-        raise AssertionError(f"waited {timeout} s for {what}") from None
 
 
 def stdio_fields(*flags: str) -> dict[str, Any]:

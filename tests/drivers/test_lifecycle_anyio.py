@@ -33,7 +33,7 @@ import trio
 
 from mcp_asyncio import Client, ClientGroup
 from mcp_core import NotReady, UsedAfterFork, WrongEventLoop
-from tests.conftest import children_of, fault_server_argv
+from tests.conftest import children_of, fault_server_argv, report_and_exit, until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -68,15 +68,6 @@ def _gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
-
-
-async def _until(predicate: Callable[[], bool], what: str) -> None:
-    """Wait, by ``_DEADLINE``, until ``predicate()`` holds (the process table and a reaped
-    process have no event of their own to wait for)."""
-    with anyio.fail_after(_DEADLINE):
-        while not predicate():
-            await anyio.sleep(0.01)
-    assert predicate(), what
 
 
 @contextlib.contextmanager
@@ -126,16 +117,7 @@ def _fork(child: Callable[[], object]) -> Callable[[], Awaitable[Any]]:
         if pid:
             forked.append(pid)
             return
-        try:  # the child: never returns
-            try:
-                outcome: dict[str, Any] = {"result": child()}
-            except BaseException as exc:
-                outcome = {"raised": f"{type(exc).__name__}: {exc}"}
-            data = json.dumps(outcome, default=repr).encode()
-            while data:
-                data = data[os.write(write_end, data) :]
-        finally:
-            os._exit(0)
+        report_and_exit(child, write_end)  # the child: never returns
 
     thread = threading.Thread(target=fork)
     thread.start()
@@ -306,8 +288,8 @@ async def test_a_client_dropped_while_its_loop_runs_is_stopped(
         assert dropped() is None
         assert _unclosed(caught) == ["unclosed client 'forgotten'"]
     # Stopped as stop() would: stdin closed, and the server exited on it (code 0), reaped.
-    await _until(lambda: _gone(server), "the server was reaped")
-    await _until(lambda: _exit_codes(recording) == [0], "the recording was closed")
+    await until(lambda: _gone(server), "the server was reaped", _DEADLINE)
+    await until(lambda: _exit_codes(recording) == [0], "the recording was closed", _DEADLINE)
     assert children_of(os.getpid()) == []
 
 

@@ -37,6 +37,7 @@ from tests.conftest import (
     fault_server_argv,
     process_group,
     py_server_argv,
+    report_and_exit,
     wait_until,
 )
 
@@ -130,17 +131,8 @@ def _forked(child: Callable[[], object]) -> Iterator[Callable[[], Any]]:
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
-        try:
-            os.close(read_end)
-            try:
-                outcome: dict[str, Any] = {"result": child()}
-            except BaseException as exc:
-                outcome = {"raised": f"{type(exc).__name__}: {exc}"}
-            data = json.dumps(outcome, default=repr).encode()
-            while data:
-                data = data[os.write(write_end, data) :]
-        finally:
-            os._exit(0)
+        os.close(read_end)
+        report_and_exit(child, write_end)
     os.close(write_end)
     deadline = time.monotonic() + _DEADLINE
     reaped = False
