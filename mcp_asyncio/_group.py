@@ -10,7 +10,7 @@ the blocking driver.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
@@ -114,8 +114,7 @@ class ClientGroup:
         raised. ``NotReady('closed')`` on a stopped group.
         """
         if self._phase == "running":
-            for client in self._clients.values():
-                client._session.check()  # another loop, a forked child: as Client.start
+            self._check()
             return
         if self._phase == "stopped":
             raise NotReady("closed")
@@ -136,12 +135,18 @@ class ClientGroup:
         touching nothing."""
         clients = list(self._clients.values()) if self._phase == "running" else []
         try:
-            for client in clients:
-                client._session.check()  # before any client is stopped
+            self._check(clients)  # before any client is stopped
         except UsedAfterFork:
             return  # the sessions are the parent's
         self._phase = "stopped"
         await _stop_all(clients)
+
+    def _check(self, clients: Iterable[Client] | None = None) -> None:
+        """``WrongEventLoop`` on another loop, ``UsedAfterFork`` in a forked child, as each
+        client would raise: before a fan-out, which reads a client's ``McpError`` as that
+        server being down (and whose task group would fail first without a loop)."""
+        for client in self._clients.values() if clients is None else clients:
+            client._session.check()
 
     async def __aenter__(self) -> ClientGroup:
         await self.start()
@@ -177,6 +182,7 @@ class ClientGroup:
         # True decides every client's wait; otherwise each spec's fail_fast does (None).
         quick = True if (self._fail_fast if fail_fast is None else fail_fast) else None
         deadline = time.monotonic() + timeout
+        self._check()
         async with anyio.create_task_group() as tasks:
             for name, client in self._clients.items():
                 tasks.start_soon(self._await_one, name, client, deadline, quick)
@@ -322,6 +328,7 @@ class ClientGroup:
     async def _each_ready(self, what: str, fetch: Callable[[Client], Awaitable[T]]) -> dict[str, T]:
         """``fetch(client)`` of every ready client at once, by server name in server order;
         a server whose fetch raises ``McpError`` is left out, and why is logged."""
+        self._check()
         got: dict[str, T] = {}
 
         async def one(name: str, client: Client) -> None:

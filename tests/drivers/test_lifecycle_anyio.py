@@ -378,3 +378,38 @@ async def test_stop_from_a_handler_of_the_client_ends_the_session(anyio_backend:
             await client.call_tool("unknown_server_request")
     assert client.status().state == "closed"
     assert children_of(os.getpid()) == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_forked_child_cannot_use_the_parents_group(anyio_backend: str) -> None:
+    # The group's fan-out reads a client's McpError as that server being down: in a forked
+    # child it must raise UsedAfterFork, never answer an empty list as if no server were up.
+    argv = fault_server_argv()
+    spec = {"command": argv[0], "args": argv[1:]}
+    async with ClientGroup({"a": spec, "b": spec}) as group:
+        await group.await_ready(60)
+        tools = await group.list_tools()
+
+        def child() -> dict[str, str]:
+            steps = {
+                "list_tools": lambda: group.list_tools(refresh=True),
+                "await_ready": lambda: group.await_ready(5),
+                "call_tool": lambda: group.call_tool("mcp__a__echo", {"text": "x"}),
+                "stop": group.stop,
+            }
+            seen = {name: _first_step(step()) for name, step in steps.items()}
+            try:
+                group.status()
+                seen["status"] = "returned"
+            except BaseException as exc:
+                seen["status"] = type(exc).__name__
+            return seen
+
+        report = await _fork(child)()
+        refused = ("list_tools", "await_ready", "call_tool", "status")
+        assert report == {
+            "result": {**dict.fromkeys(refused, UsedAfterFork.__name__), "stop": "returned"}
+        }
+        assert await group.list_tools(refresh=True) == tools
+        assert (await group.call_tool("mcp__b__echo", {"text": "after"})).text == "after"

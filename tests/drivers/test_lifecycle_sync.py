@@ -653,3 +653,38 @@ def test_at_exit_of_a_forked_child_the_parents_clients_are_left_alone() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["child 0", "still here", "stopped"]
     assert "ResourceWarning" not in done.stderr
+
+
+def test_a_forked_child_cannot_use_the_parents_group() -> None:
+    # The group's fan-out reads a client's McpError as that server being down: in a forked
+    # child it must raise UsedAfterFork, never answer an empty list as if no server were up.
+    argv = fault_server_argv()
+    spec = {"command": argv[0], "args": argv[1:]}
+    with ClientGroup({"a": spec, "b": spec}) as group:
+        assert {s.state for s in group.await_ready(60).values()} == {"ready"}
+        tools = group.list_tools()
+
+        def child() -> object:
+            return _outcomes(
+                {
+                    "list_tools": lambda: group.list_tools(refresh=True),
+                    "await_ready": lambda: group.await_ready(5),
+                    "call_tool": lambda: group.call_tool("mcp__a__echo", {"text": "x"}),
+                    "status": group.status,
+                    "stop": group.stop,
+                }
+            )
+
+        with _forked(child) as report:
+            got = report()
+        assert got == {
+            "result": {
+                **dict.fromkeys(
+                    ("list_tools", "await_ready", "call_tool", "status"),
+                    "UsedAfterFork/RuntimeError",
+                ),
+                "stop": "returned",
+            }
+        }
+        assert group.list_tools(refresh=True) == tools
+        assert group.call_tool("mcp__b__echo", {"text": "after"}).text == "after"
