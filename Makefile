@@ -52,6 +52,7 @@ conformance: venv conformance/node_modules/.installed
 
 lint: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-logo
 
 typecheck: venv
 	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync _mcp_io

@@ -1,13 +1,13 @@
 """The I/O-side code both drivers share, private to this distribution.
 
 ``mcp_asyncio`` and ``mcp_sync`` are twins that never import each other: importing
-the anyio driver must not load the blocking one, nor the reverse. What both need and is pure
-(HTTP/1.1 request building and response parsing, the pool's bookkeeping, the start order)
-lives in the core, ``mcp_core._h11wire``. What both need and is not pure lives here, in one
+the anyio driver must not load the blocking one, nor the reverse. What both need lives here, in one
 neutral package that belongs to neither driver: it imports no event loop (no anyio, no
 asyncio) and starts no thread, so either driver may import it without loading the other's
 machinery.
 
+- ``_mcp_io.h11wire``: HTTP/1.1 on h11 without I/O (request heads, response parsing, the
+  pool's bookkeeping, the start order); pure, but no core module sends HTTP itself.
 - ``_mcp_io.http``: the socket side of the HTTP executors (is an idle pooled socket still
   usable, how an OS error or a failure is worded, the TLS context).
 - ``_mcp_io.otel``: the optional OpenTelemetry span of a ``call_tool``.

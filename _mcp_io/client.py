@@ -32,8 +32,8 @@ from mcp_core import (
     Reservation,
     Spec,
 )
-from mcp_core._group_names import Named, NameTable
 from mcp_core.driver import reservation_facts
+from mcp_core.group import Named, NameTable
 
 __all__ = [
     "ProgressCallback",

@@ -1,7 +1,7 @@
 """The socket side of both drivers' HTTP executors: what needs an OS but no event loop.
 
 The pure side (request heads, response parsing, the pool's bookkeeping, the start order) is
-``mcp_core._h11wire``. Wording: a failure reason never quotes a URL or a header value (they
+``_mcp_io.h11wire``. Wording: a failure reason never quotes a URL or a header value (they
 may hold a secret): OS errors are worded from their number, and an h11 error whose message
 quotes something (h11 quotes an offending header with repr()) keeps only its class name.
 
@@ -31,9 +31,9 @@ from urllib.parse import unquote, urlsplit
 
 import h11
 
+from _mcp_io.h11wire import FAILURES, MAX_INTERIM, ConnectError, HttpError, Origin
 from mcp_core import InvalidSpec, Spec
-from mcp_core._h11wire import FAILURES, MAX_INTERIM, ConnectError, HttpError, Origin
-from mcp_core._spec import proxy_url_problem, redact_url
+from mcp_core.driver import proxy_url_problem, redact_url
 
 if TYPE_CHECKING:
     import ipaddress

@@ -59,8 +59,7 @@ from mcp_core import (
     StoredAuthorization,
     TokenStore,
 )
-from mcp_core._events import ENTROPY_BYTES
-from mcp_core.driver import token_store_key
+from mcp_core.driver import ENTROPY_BYTES, token_store_key
 
 from .http import os_message
 
@@ -423,7 +422,7 @@ def sign_assertion(
         )
     key_id = spec.oauth.get("key_id")
     kid = key_id if key_id is not None else jwk_thumbprint(key.public_key())
-    from mcp_core._oauth import client_assertion_claims
+    from mcp_core.driver import client_assertion_claims
 
     claims = client_assertion_claims(
         client_id=action.client_id,

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_core import McpError, StoredAuthorization
-from mcp_core._spec import redact_url
+from mcp_core.driver import redact_url
 
 from .http import os_message
 

@@ -5,7 +5,7 @@ what arrives on them.
 into ``HttpResponseStarted``, ``HttpBodyReceived``, ``HttpResponseEnded`` or ``HttpFailed``
 events. It holds I/O handles only and decides nothing; socket, TLS and h11 errors
 become events here and nowhere else. What goes on the wire, how a read becomes
-events and the pool's bookkeeping are in the core (``mcp_core._h11wire``), how a failure is
+events and the pool's bookkeeping are in ``_mcp_io.h11wire``, how a failure is
 worded in ``_mcp_io.http``: both shared with the blocking driver, which this one never imports.
 
 No task per request. A request sent on a pooled connection is written at once, from
@@ -44,6 +44,23 @@ import anyio
 import h11
 from anyio.abc import ByteStream, SocketAttribute, TaskGroup
 
+from _mcp_io.h11wire import (
+    FAILURES,
+    ClientConnection,
+    ConnectError,
+    Origin,
+    Pool,
+    ReadError,
+    RequestBuilder,
+    StartOrder,
+    Target,
+    WriteError,
+    connection_cap,
+    decode_headers,
+    finish,
+    receive,
+    request_bytes,
+)
 from _mcp_io.http import (
     READ_SIZE,
     Network,
@@ -60,23 +77,6 @@ from mcp_core import (
     HttpResponseEnded,
     HttpResponseStarted,
     StartHttp,
-)
-from mcp_core._h11wire import (
-    FAILURES,
-    ClientConnection,
-    ConnectError,
-    Origin,
-    Pool,
-    ReadError,
-    RequestBuilder,
-    StartOrder,
-    Target,
-    WriteError,
-    connection_cap,
-    decode_headers,
-    finish,
-    receive,
-    request_bytes,
 )
 
 if TYPE_CHECKING:

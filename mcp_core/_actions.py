@@ -147,7 +147,7 @@ class StartHttp(Action):
     was written, or ended unwritten). The machine relies on it: the
     ``notifications/initialized`` POST, started while the ``initialize`` answer still streams,
     reaches the server before the calls started once the session is ready. Both executors
-    keep the rule with one definition, ``mcp_core._h11wire.StartOrder``.
+    keep the rule with one definition, ``_mcp_io.h11wire.StartOrder``.
     """
 
     stream: int

@@ -8,18 +8,31 @@ event carries (``reservation=``), so the machine can judge it and a recording ca
 ``token_store_key(url)`` is the key a server's login is kept under in a ``TokenStore``, and
 ``OAuthSettings.from_spec`` the machine's ``oauth=`` for a spec. ``completion_params`` is the
 params of a ``completion/complete`` ``Request`` for what a caller gave ``complete()``.
+
+For the I/O around authorization: ``ENTROPY_BYTES`` is how many random bytes an
+``AuthorizationPrepared`` event carries; ``client_assertion_claims`` the claims of the RFC 7523
+client assertion a driver signs for ``private_key_jwt``. For wording: ``redact_url(url)`` is a
+URL fit for an error or a log (no userinfo, query or fragment); ``proxy_url_problem(url)`` what
+is wrong with a proxy URL, or None.
 """
 
+from ._events import ENTROPY_BYTES
 from ._models import CompletionRef, completion_params
+from ._oauth import client_assertion_claims
 from ._oauth_settings import token_store_key
+from ._spec import proxy_url_problem, redact_url
 from ._spend import reservation_facts
 from ._stdio import INHERITED_ENV, inherit_environment
 
 __all__ = [
+    "ENTROPY_BYTES",
     "INHERITED_ENV",
     "CompletionRef",
+    "client_assertion_claims",
     "completion_params",
     "inherit_environment",
+    "proxy_url_problem",
+    "redact_url",
     "reservation_facts",
     "token_store_key",
 ]

@@ -6,16 +6,19 @@ turns a refused server's status into the error a call to it raises. ``ToolTable`
 group's namespaced tool names (``mcp__<server>__<tool>``) and routes a name back to its server;
 ``PromptTable`` does the same for prompts (``mcp__<server>__<prompt>``, the same rules; a
 name no server lists is ``mcp_core.UnknownPrompt``, ``UnknownTool``'s twin); ``server_parts``
-is the server part of those names for a set of servers.
+is the server part of those names for a set of servers; both are a ``NameTable`` of
+``Named`` items (a ``Tool`` or a ``Prompt``).
 """
 
-from ._group_names import PromptTable, ToolTable, server_parts
+from ._group_names import Named, NameTable, PromptTable, ToolTable, server_parts
 from ._group_plan import GroupPlan, GroupSpecs, LoadedConfigLike, down_error, plan_group
 
 __all__ = [
     "GroupPlan",
     "GroupSpecs",
     "LoadedConfigLike",
+    "NameTable",
+    "Named",
     "PromptTable",
     "ToolTable",
     "down_error",

@@ -106,9 +106,8 @@ from mcp_core import (
     UnknownTool,
     parse_tool_name,
 )
-from mcp_core._spec import redact_url
 from mcp_core.config import InvalidConfig, LoadedConfig, load_config
-from mcp_core.driver import token_store_key
+from mcp_core.driver import redact_url, token_store_key
 from mcp_core.group import PromptTable, ToolTable
 from mcp_core.replay import encode_action, replay
 

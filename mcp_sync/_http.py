@@ -5,7 +5,7 @@ by the callers' own threads and by worker threads that serve one request after a
 into ``HttpResponseStarted``, ``HttpBodyReceived``, ``HttpResponseEnded`` or ``HttpFailed``
 events. It holds I/O handles only and decides nothing; socket, TLS and h11 errors
 become events here and nowhere else. What goes on the wire, how a read becomes
-events and the pool's bookkeeping are in the core (``mcp_core._h11wire``), the socket side and
+events and the pool's bookkeeping are in ``_mcp_io.h11wire``, the socket side and
 how a failure is worded in ``_mcp_io.http``: both shared with the anyio driver, which this one
 never imports.
 
@@ -141,6 +141,22 @@ from typing import Any
 
 import h11
 
+from _mcp_io.h11wire import (
+    FAILURES,
+    ClientConnection,
+    ConnectError,
+    Origin,
+    Pool,
+    ReadError,
+    RequestBuilder,
+    StartOrder,
+    WriteError,
+    connection_cap,
+    decode_headers,
+    finish,
+    receive,
+    request_bytes,
+)
 from _mcp_io.http import (
     READ_SIZE,
     Network,
@@ -158,22 +174,6 @@ from mcp_core import (
     HttpResponseEnded,
     HttpResponseStarted,
     StartHttp,
-)
-from mcp_core._h11wire import (
-    FAILURES,
-    ClientConnection,
-    ConnectError,
-    Origin,
-    Pool,
-    ReadError,
-    RequestBuilder,
-    StartOrder,
-    WriteError,
-    connection_cap,
-    decode_headers,
-    finish,
-    receive,
-    request_bytes,
 )
 
 __all__ = ["HttpEvent", "HttpExecutor", "HttpRequest"]

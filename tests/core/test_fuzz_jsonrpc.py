@@ -350,7 +350,7 @@ def test_dumps_line_refuses_nan_and_infinities(value: object) -> None:
 
 # --- header helpers ----------------------------------------------------------------------------
 
-# Drivers decode header bytes as latin-1 (_h11wire.py): any of the 256 code points can come.
+# Drivers decode header bytes as latin-1 (_mcp_io/h11wire.py): any of the 256 code points can come.
 _LATIN1 = st.text(st.characters(min_codepoint=0, max_codepoint=255), max_size=30)
 _HEADERS = st.lists(
     st.tuples(

@@ -43,6 +43,7 @@ from typing import Any
 import anyio
 import pytest
 
+from _mcp_io.h11wire import MAX_INTERIM
 from _mcp_io.http import READ_SIZE, Network, Proxy, ProxyError, Tunnel
 from mcp_asyncio._http import HttpEvent
 from mcp_asyncio._http import HttpExecutor as AsyncExecutor
@@ -53,7 +54,6 @@ from mcp_core import (
     HttpResponseStarted,
     StartHttp,
 )
-from mcp_core._h11wire import MAX_INTERIM
 from mcp_sync._http import HttpExecutor as SyncExecutor
 from tests.conftest import wait_until
 from tests.drivers.pki import Pki
@@ -431,7 +431,7 @@ def test_sync_abort_ends_the_request_at_every_stage(name: str, inline: bool, pki
 
 
 # A head that never ends, at full speed: h11's size limit fails it; interim answers that never
-# end: the executors take at most MAX_INTERIM of them (mcp_core._h11wire). Before that limit,
+# end: the executors take at most MAX_INTERIM of them (_mcp_io.h11wire). Before that limit,
 # the executors read 100 Continue forever, never feeding anything.
 HEADLESS = {
     "fast-loris": ("RemoteProtocolError", H11_LIMIT + READ_SIZE + BUFFERED),

@@ -8,7 +8,7 @@ abort that ends a request in any phase (waiting for a connection, connecting, th
 handshake, waiting for the head, reading a stalled body) with nothing fed after it and its
 connection closed. The sync executor's worker threads are reused and end when idle. At the end,
 how a failure is worded (_mcp_io.http); the pure HTTP/1.1 pieces both executors share
-(mcp_core._h11wire) are tested without I/O in tests/core/test_h11wire.py."""
+(_mcp_io.h11wire) are tested without I/O in tests/io/test_h11wire.py."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ import anyio
 import h11
 import pytest
 
+from _mcp_io.h11wire import ConnectError, ReadError, RequestBuilder, receive, request_bytes
 from _mcp_io.http import reason
 from mcp_asyncio._http import HttpEvent
 from mcp_asyncio._http import HttpExecutor as AsyncExecutor
@@ -37,7 +38,6 @@ from mcp_core import (
     HttpResponseStarted,
     StartHttp,
 )
-from mcp_core._h11wire import ConnectError, ReadError, RequestBuilder, receive, request_bytes
 from mcp_sync._http import HttpExecutor as SyncExecutor
 from tests.conftest import wait_until
 from tests.drivers.pki import Pki
@@ -1168,7 +1168,7 @@ async def test_async_a_thousand_requests_leave_nothing_behind(server: Server) ->
 
 
 # --- how a failure is worded (_mcp_io.http); the rest of the wire code is tested in ---------
-# --- tests/core/test_h11wire.py ------------------------------------------------------------
+# --- tests/io/test_h11wire.py ------------------------------------------------------------
 
 
 def test_failure_reasons() -> None:

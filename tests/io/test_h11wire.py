@@ -1,4 +1,4 @@
-"""HTTP/1.1 on h11 without I/O (``mcp_core._h11wire``), shared by both drivers' executors:
+"""HTTP/1.1 on h11 without I/O (``_mcp_io.h11wire``), shared by both drivers' executors:
 request heads exactly as the machine gave them, one read turned into a head, body bytes and
 an end, which connection may be reused, the pool's count and cap, and the start order every
 executor writes requests in (the ``StartHttp`` contract). Bytes in, bytes and values out."""
@@ -8,8 +8,7 @@ from __future__ import annotations
 import h11
 import pytest
 
-from mcp_core import StartHttp
-from mcp_core._h11wire import (
+from _mcp_io.h11wire import (
     MAX_CONNECTIONS,
     Pool,
     RemoteProtocolError,
@@ -22,6 +21,7 @@ from mcp_core._h11wire import (
     receive,
     request_bytes,
 )
+from mcp_core import StartHttp
 
 HEADERS = (
     ("Accept", "application/json, text/event-stream"),

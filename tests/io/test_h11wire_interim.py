@@ -1,4 +1,4 @@
-"""Interim (1xx) answers in ``mcp_core._h11wire.receive``: a client "MUST be able to parse one
+"""Interim (1xx) answers in ``_mcp_io.h11wire.receive``: a client "MUST be able to parse one
 or more 1xx responses" (RFC 9110 §15.2), and h11 bounds the size of each, not how many come.
 On the executors' ``ClientConnection`` a response takes at most ``MAX_INTERIM`` of them, so a
 peer sending ``100 Continue`` forever cannot keep a client reading (on the listening GET no
@@ -10,8 +10,7 @@ from __future__ import annotations
 import h11
 import pytest
 
-from mcp_core import StartHttp
-from mcp_core._h11wire import (
+from _mcp_io.h11wire import (
     MAX_INTERIM,
     ClientConnection,
     RemoteProtocolError,
@@ -20,6 +19,7 @@ from mcp_core._h11wire import (
     receive,
     request_bytes,
 )
+from mcp_core import StartHttp
 
 INTERIM = b"HTTP/1.1 100 Continue\r\n\r\n"
 EARLY_HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"

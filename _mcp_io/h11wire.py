@@ -3,11 +3,11 @@ wire, how the bytes of one socket read become a response head, body bytes and it
 failures end a request, the bookkeeping of a pool of keep-alive connections and the order in
 which requests are written.
 
-Pure, like the rest of the core: h11 is sans-IO, and nothing here touches a socket, a clock or
-a thread. The executors (``mcp_asyncio._http`` on anyio, ``mcp_sync._http`` on threads) move
-the bytes; the socket side both of them need (is a pooled socket still usable, how an OS error
-is worded, the TLS context) is in ``_mcp_io.http``. Everything here is shared, so the two
-executors stay twins.
+Pure like the core (h11 is sans-IO; nothing here touches a socket, a clock or a thread), but not
+in it: no core module speaks HTTP/1.1, the machine's ``StartHttp`` only names a request. The
+executors (``mcp_asyncio._http`` on anyio, ``mcp_sync._http`` on threads) move the bytes; the
+socket side both of them need (is a pooled socket still usable, how an OS error is worded, the
+TLS context) is in ``_mcp_io.http``. Everything here is shared, so the two executors stay twins.
 
 Wording. The exceptions raised here carry messages written here and never quote a URL or a
 header value (they may hold a secret).
@@ -22,7 +22,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 import h11
 
-from ._actions import StartHttp
+from mcp_core import StartHttp
 
 __all__ = [
     "FAILURES",
