@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import McpError
-from ._spec import REDACTED, redact_url
 from ._tokens import StoredAuthorization
+from ._urls import REDACTED, redact_url
 
 # Header values that are credentials or session handles: a recording and a ``repr`` keep their
 # names only (2025-11-25 transports: the client "MUST handle" the session id "securely").

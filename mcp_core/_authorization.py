@@ -91,11 +91,12 @@ from ._events import (
 )
 from ._http import find_header, parse_retry_after
 from ._http_transport import HttpEvent, HttpTransport
-from ._oauth_metadata import UnreadableAnswer, may_fetch, origin_of
+from ._oauth_metadata import UnreadableAnswer, may_fetch
 from ._oauth_settings import AUTH_MAX_BYTES, OAuthSettings, token_store_key
 from ._phases import AuthPhase, AuthStep, Phase, auth_step
-from ._spec import Spec, redact_url
+from ._spec import Spec
 from ._tokens import StoredAuthorization
+from ._urls import origin_of, redact_url
 
 __all__ = ["MAX_AUTHORIZATIONS", "AuthEvent", "Authorization", "OAuthSettings"]
 

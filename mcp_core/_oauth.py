@@ -46,7 +46,6 @@ from ._oauth_clients import (
     choose_token_endpoint_auth_method,
     client_assertion_claims,
     client_metadata_document,
-    is_client_id_metadata_url,
     parse_registration_response,
     registration_auth_method,
     registration_request,
@@ -59,11 +58,8 @@ from ._oauth_metadata import (
     UnreadableAnswer,
     authorization_server_metadata_urls,
     bearer_challenge,
-    canonical_resource,
-    is_loopback,
     may_fetch,
     metadata_request,
-    origin_of,
     parse_authorization_server_metadata,
     parse_protected_resource_metadata,
     parse_www_authenticate,
@@ -71,7 +67,14 @@ from ._oauth_metadata import (
     require_secure,
     resource_covers,
 )
-from ._spec import REDACTED, redact_url
+from ._urls import (
+    REDACTED,
+    canonical_resource,
+    is_client_id_metadata_url,
+    is_loopback,
+    origin_of,
+    redact_url,
+)
 
 __all__ = [
     "AUTH_METHODS",

@@ -14,7 +14,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from ._errors import AuthorizationFailed
 from ._json import dumps_line, loads
@@ -24,7 +23,7 @@ from ._oauth_metadata import (
     UnreadableAnswer,
     require_secure,
 )
-from ._spec import REDACTED, redact_url
+from ._urls import REDACTED, is_client_id_metadata_url, redact_url
 
 __all__ = [
     "AUTH_METHODS",
@@ -35,7 +34,6 @@ __all__ = [
     "choose_token_endpoint_auth_method",
     "client_assertion_claims",
     "client_metadata_document",
-    "is_client_id_metadata_url",
     "parse_registration_response",
     "registration_auth_method",
     "registration_request",
@@ -70,25 +68,7 @@ _TRY_LATER = frozenset({"temporarily_unavailable", "server_error"})
 # --- client identity ------------------------------------------------------------------------
 
 
-def is_client_id_metadata_url(url: str) -> bool:
-    """Whether ``url`` can be a Client ID Metadata Document ``client_id``
-    (draft-ietf-oauth-client-id-metadata-document-00 §3, required by MCP 2025-11-25
-    ``basic/authorization`` "Client ID Metadata Documents"): https, a path other than ``/``,
-    no ``.``/``..`` segment, no fragment, no username or password."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return False
-    segments = parts.path.split("/")
-    return (
-        parts.scheme == "https"
-        and bool(parts.hostname)
-        and parts.path not in ("", "/")
-        and "." not in segments
-        and ".." not in segments
-        and not parts.fragment
-        and "@" not in parts.netloc
-    )
+
 
 
 def choose_registration(

@@ -21,16 +21,15 @@ driver as ``StartHttp`` actions and feeds the answers back. Every refusal is an
 
 from __future__ import annotations
 
-import ipaddress
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import SplitResult, urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from ._errors import AuthorizationFailed
 from ._json import loads
-from ._spec import redact_url
+from ._urls import is_loopback, redact_url, split_http, url_origin
 
 __all__ = [
     "AuthChallenge",
@@ -40,11 +39,8 @@ __all__ = [
     "UnreadableAnswer",
     "authorization_server_metadata_urls",
     "bearer_challenge",
-    "canonical_resource",
-    "is_loopback",
     "may_fetch",
     "metadata_request",
-    "origin_of",
     "parse_authorization_server_metadata",
     "parse_protected_resource_metadata",
     "parse_www_authenticate",
@@ -56,9 +52,6 @@ __all__ = [
 _PRM_SUFFIX = "/.well-known/oauth-protected-resource"
 _OAUTH_SUFFIX = "/.well-known/oauth-authorization-server"
 _OIDC_SUFFIX = "/.well-known/openid-configuration"
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
 class UnreadableAnswer(AuthorizationFailed):
     """An answer that could not be read (not JSON, not an object, an error status without an
     OAuth error): no definite refusal, so the authorization layer treats it as a failure that
@@ -103,66 +96,6 @@ def metadata_request(url: str, *, protocol_version: str | None = None) -> OAuthR
 # --- URLs -----------------------------------------------------------------------------------
 
 
-def _split_http(url: str, what: str) -> SplitResult:
-    """``url`` split, or ``AuthorizationFailed`` when it is not an absolute http(s) URL."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme.lower() not in _DEFAULT_PORTS or not parts.hostname:
-        raise AuthorizationFailed(None, f"{what} {redact_url(url)!r} is not an http(s) URL")
-    return parts
-
-
-def _origin(parts: SplitResult) -> str:
-    """``scheme://host[:port]`` lowercased, without userinfo, the default port elided."""
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    port = parts.port
-    return (
-        f"{scheme}://{host}"
-        if port in (None, _DEFAULT_PORTS[scheme])
-        else f"{scheme}://{host}:{port}"
-    )
-
-
-def canonical_resource(server_url: str) -> str:
-    """The canonical URI of an MCP server, for the RFC 8707 ``resource`` parameter.
-
-    RFC 8707 §2 (an absolute URI, no fragment) as MCP 2025-11-25 ``basic/authorization``
-    "Canonical Server URI" (and 2026-07-28 ``basic/authorization`` "Canonical Server URI")
-    narrows it: lowercase scheme and host, no trailing slash for the root ("implementations
-    SHOULD consistently use the form without the trailing slash"). The default port is elided
-    (RFC 3986 §6.2.3) and userinfo dropped, so credentials in a configured URL never travel
-    to an authorization server. A query is kept (RFC 8707 §2: "SHOULD NOT", but allowed when
-    it identifies the resource). ``AuthorizationFailed`` for a URL that is not http(s)."""
-    parts = _split_http(server_url, "the server URL")
-    path = "" if parts.path == "/" else parts.path
-    return _origin(parts) + path + (f"?{parts.query}" if parts.query else "")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a URL's host, brackets allowed) is this machine: ``localhost``, an
-    address in 127.0.0.0/8 or ``::1`` (RFC 8252 §8.3 and OAuth 2.1 §1.5 allow plain http
-    there, the traffic never leaving the machine)."""
-    host = host.lower().removeprefix("[").removesuffix("]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def origin_of(url: str) -> str:
-    """``scheme://host[:port]`` of an http(s) ``url`` (no userinfo, path or query): how an
-    error names where a request went. ``AuthorizationFailed`` for a URL that is not http(s)."""
-    return _origin(_split_http(url, "the URL"))
-
-
 def may_fetch(url: str, server_url: str) -> bool:
     """Whether the client may send a request to ``url`` on behalf of the MCP server at
     ``server_url``: over https, or plain http when both are on loopback; and a loopback host
@@ -172,8 +105,8 @@ def may_fetch(url: str, server_url: str) -> bool:
     plain http that a network attacker could rewrite (MCP 2025-11-25 ``basic/authorization``
     "Communication Security"; OAuth 2.1 §1.5)."""
     try:
-        target = _split_http(url, "the URL")
-        server = _split_http(server_url, "the server URL")
+        target = split_http(url, "the URL")
+        server = split_http(server_url, "the server URL")
     except AuthorizationFailed:
         return False
     server_local = is_loopback(server.hostname or "")
@@ -190,7 +123,7 @@ def require_secure(url: str, what: str = "the authorization server endpoint") ->
     endpoints MUST be served over HTTPS", OAuth 2.1 §1.5; loopback is the exception OAuth 2.1
     §1.5 and RFC 8252 §8.3 make (and what every local test server uses).
     ``AuthorizationFailed`` names ``what`` and the URL redacted otherwise."""
-    parts = _split_http(url, what)
+    parts = split_http(url, what)
     if parts.scheme.lower() == "https" or is_loopback(parts.hostname or ""):
         return url
     raise AuthorizationFailed(
@@ -213,12 +146,12 @@ def resource_covers(resource: str, server_url: str) -> bool:
     the resource's or below it at a segment boundary (``/api`` covers ``/api/mcp``, not
     ``/api2``). A resource with a query covers only a server URL with the same query; one
     with a fragment (RFC 8707 §2 forbids it) covers nothing."""
-    server = _split_http(server_url, "the server URL")
+    server = split_http(server_url, "the server URL")
     try:
-        named = _split_http(resource, "the resource")
+        named = split_http(resource, "the resource")
     except AuthorizationFailed:
         return False
-    if named.fragment or _origin(named) != _origin(server):
+    if named.fragment or url_origin(named) != url_origin(server):
         return False
     if named.query and named.query != server.query:
         return False
@@ -387,8 +320,8 @@ def protected_resource_metadata_urls(
     path and query (a lone ``/`` path is dropped). A relative header URL is resolved against
     the server URL; one the client may not fetch (``may_fetch``: not https, or on loopback for
     a server that is not) is skipped. No URL appears twice."""
-    parts = _split_http(server_url, "the server URL")
-    origin = _origin(parts)
+    parts = split_http(server_url, "the server URL")
+    origin = url_origin(parts)
     urls: list[str] = []
     if resource_metadata:
         hinted = urljoin(server_url, resource_metadata).partition("#")[0]
@@ -415,7 +348,7 @@ def authorization_server_metadata_urls(issuer: str) -> tuple[str, ...]:
 
     ``AuthorizationFailed`` when ``issuer`` is not an https URL (http on loopback only:
     ``require_secure``) or has a query or fragment (RFC 8414 §2 forbids both)."""
-    parts = _split_http(issuer, "the authorization server issuer")
+    parts = split_http(issuer, "the authorization server issuer")
     require_secure(issuer, "the authorization server issuer")
     if parts.query or parts.fragment:
         raise AuthorizationFailed(
@@ -423,7 +356,7 @@ def authorization_server_metadata_urls(issuer: str) -> tuple[str, ...]:
             f"the authorization server issuer {redact_url(issuer)!r} has a query or fragment "
             "(RFC 8414 §2 allows neither)",
         )
-    origin = _origin(parts)
+    origin = url_origin(parts)
     path = parts.path.rstrip("/")
     if not path:
         return (origin + _OAUTH_SUFFIX, origin + _OIDC_SUFFIX)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ._spec import Spec
+from ._urls import canonical_resource
 
 __all__ = ["AUTH_MAX_BYTES", "AUTH_REQUEST_TIMEOUT", "OAuthSettings", "token_store_key"]
 
@@ -26,8 +27,6 @@ def token_store_key(url: str) -> str:
     """The key a login for the server at ``url`` is kept under in a ``TokenStore``: its
     canonical URL (RFC 8707), the name ``SaveAuthorization.server`` carries. One definition for
     the machine, the drivers loading a login and ``mcp-client logout``."""
-    from ._oauth_metadata import canonical_resource  # the OAuth helpers load when used
-
     return canonical_resource(url)
 
 

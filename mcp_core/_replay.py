@@ -40,7 +40,8 @@ from . import _events
 from ._actions import CREDENTIAL_HEADERS, Action
 from ._errors import McpError
 from ._events import AuthorizationRedirected, Event
-from ._spec import REDACTED, Spec, redact_url
+from ._spec import Spec
+from ._urls import REDACTED, redact_url
 
 __all__ = [
     "FORMAT",

@@ -23,17 +23,16 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from ._errors import InvalidSpec
+from ._urls import REDACTED, is_client_id_metadata_url, redact_url
 
 __all__ = [
     "OAUTH_KEYS",
-    "REDACTED",
     "Concurrency",
     "Era",
     "OAuthGrant",
     "Spec",
     "proxy_url_problem",
     "redact_mapping",
-    "redact_url",
 ]
 
 Concurrency = Literal["stateless", "pooled", "serialized"]
@@ -55,11 +54,6 @@ OAUTH_KEYS = (
     "allow_insecure_http",
 )
 _OAUTH_TEXT = ("client_id", "client_secret", "scope", "client_metadata_url", "key_file", "key_id")
-
-REDACTED = "[redacted]"
-# Userinfo sits in the URL authority, where "[" and "]" mean an IPv6 literal: urllib refuses
-# "http://[redacted]@host". The percent-encoded form decodes to "[redacted]" and still parses.
-_REDACTED_USERINFO = "%5Bredacted%5D"
 
 _TIMEOUT_FIELDS = (
     "call_timeout",
@@ -375,28 +369,7 @@ class Spec:
 # --- redaction -------------------------------------------------------------------------------
 
 
-def redact_url(url: str) -> str:
-    """Replace the userinfo, query and fragment of ``url``; keep scheme, host, port and path.
 
-    Works on any string, also one that is not a valid URL: whatever precedes the last ``@`` of
-    the authority is treated as userinfo.
-    """
-    rest, hash_sign, _fragment = url.partition("#")
-    rest, question, _query = rest.partition("?")
-    slashes = rest.find("//")
-    start = slashes + 2 if slashes >= 0 else 0
-    end = rest.find("/", start)
-    end = len(rest) if end < 0 else end
-    authority = rest[start:end]
-    if "@" in authority:
-        authority = f"{_REDACTED_USERINFO}@{authority.rpartition('@')[2]}"
-    return (
-        rest[:start]
-        + authority
-        + rest[end:]
-        + (f"?{REDACTED}" if question else "")
-        + (f"#{REDACTED}" if hash_sign else "")
-    )
 
 
 def redact_mapping(mapping: Mapping[str, object]) -> dict[str, object]:
@@ -745,12 +718,9 @@ def _check_oauth(value: object, http: bool, headers: Mapping[str, str]) -> Mappi
             "key_id names the key of key_file in the assertions it signs",
         )
     metadata_url = value.get("client_metadata_url")
-    if metadata_url is not None:
-        from ._oauth_clients import is_client_id_metadata_url  # it imports this module
-
-        if not is_client_id_metadata_url(metadata_url):
-            raise _Problem(
-                "oauth['client_metadata_url'] is not a Client ID Metadata Document URL",
-                "it must be https with a path, no fragment and no user name or password",
-            )
+    if metadata_url is not None and not is_client_id_metadata_url(metadata_url):
+        raise _Problem(
+            "oauth['client_metadata_url'] is not a Client ID Metadata Document URL",
+            "it must be https with a path, no fragment and no user name or password",
+        )
     return MappingProxyType(dict(value))

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, runtime_checkable
 
-from ._spec import REDACTED
+from ._urls import REDACTED
 
 __all__ = ["InMemoryTokenStore", "StoredAuthorization", "TokenStore"]
 

@@ -20,9 +20,10 @@ from ._events import ENTROPY_BYTES
 from ._models import CompletionRef, completion_params
 from ._oauth import client_assertion_claims
 from ._oauth_settings import token_store_key
-from ._spec import proxy_url_problem, redact_url
+from ._spec import proxy_url_problem
 from ._spend import reservation_facts
 from ._stdio import INHERITED_ENV, inherit_environment
+from ._urls import redact_url
 
 __all__ = [
     "ENTROPY_BYTES",
