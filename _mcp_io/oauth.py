@@ -1,7 +1,7 @@
 """The driver's side of OAuth (MCP 2025-11-25 and 2026-07-28 basic/authorization), done the
 same way by both drivers.
 
-The core's authorization layer (``mcp_core/_authorization.py``) decides everything; a driver
+The core's authorization layer (``mcp_core/_auth/layer.py``) decides everything; a driver
 performs four actions for it, and this module holds every part of them that is not about
 threads or tasks:
 

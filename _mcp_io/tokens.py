@@ -36,8 +36,9 @@ How it keeps the tokens safe and the file whole:
   ``mcp-client logout`` for it) and the bad field, never its value, and records of other
   servers still load. No message carries a traceback from ``json`` or a secret.
 
-``TokenStoreError`` is defined here rather than in ``mcp_core._errors``: the core never touches
-a file, so only a driver-side store can raise it; it subclasses ``McpError`` like every error.
+``TokenStoreError`` is defined here rather than in ``mcp_core._vocabulary.errors``: the core
+never touches a file, so only a driver-side store can raise it; it subclasses ``McpError`` like
+every error.
 """
 
 from __future__ import annotations

@@ -18,7 +18,13 @@ in public submodules, each with its own ``__all__``:
   facts of a reservation), for writing a driver for another framework.
 """
 
-from ._actions import (
+from ._config.files import InvalidConfig, LoadedConfig, load_config
+from ._config.oauth_settings import AUTH_MAX_BYTES, AUTH_REQUEST_TIMEOUT, OAuthSettings
+from ._config.spec import Spec
+from ._session.machine import HANDLED_REQUESTS, SessionMachine
+from ._session.spend import BudgetExhausted, InMemorySpendGate, Reservation, SpendGate
+from ._transport.eras import LATEST_LEGACY, LEGACY_VERSIONS, MODERN_VERSION
+from ._vocabulary.actions import (
     AbortHttp,
     Action,
     Authorize,
@@ -38,9 +44,7 @@ from ._actions import (
     StartHttp,
     WriteStdin,
 )
-from ._config import InvalidConfig, LoadedConfig, load_config
-from ._eras import LATEST_LEGACY, LEGACY_VERSIONS, MODERN_VERSION
-from ._errors import (
+from ._vocabulary.errors import (
     AuthorizationFailed,
     AuthorizationRequired,
     AuthorizationUnavailable,
@@ -71,7 +75,7 @@ from ._errors import (
     UsedAfterFork,
     WrongEventLoop,
 )
-from ._events import (
+from ._vocabulary.events import (
     LOG_LEVELS,
     AssertionSigned,
     AuthorizationAbandoned,
@@ -103,8 +107,7 @@ from ._events import (
     Unsubscribe,
     WriteFailed,
 )
-from ._machine import HANDLED_REQUESTS, SessionMachine
-from ._models import (
+from ._vocabulary.models import (
     AudioContent,
     CallToolResult,
     Completion,
@@ -126,11 +129,8 @@ from ._models import (
     Tool,
     UnknownContent,
 )
-from ._names import normalise_server, parse_tool_name, tool_name
-from ._oauth_settings import AUTH_MAX_BYTES, AUTH_REQUEST_TIMEOUT, OAuthSettings
-from ._spec import Spec
-from ._spend import BudgetExhausted, InMemorySpendGate, Reservation, SpendGate
-from ._tokens import InMemoryTokenStore, StoredAuthorization, TokenStore
+from ._vocabulary.names import normalise_server, parse_tool_name, tool_name
+from ._vocabulary.tokens import InMemoryTokenStore, StoredAuthorization, TokenStore
 
 __all__ = [
     "AUTH_MAX_BYTES",

@@ -36,12 +36,12 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any, Protocol
 
-from . import _events
-from ._actions import CREDENTIAL_HEADERS, Action
-from ._errors import McpError
-from ._events import AuthorizationRedirected, Event
-from ._spec import Spec
-from ._urls import REDACTED, redact_url
+from ._config.spec import Spec
+from ._vocabulary import events as _events
+from ._vocabulary.actions import CREDENTIAL_HEADERS, Action
+from ._vocabulary.errors import McpError
+from ._vocabulary.events import AuthorizationRedirected, Event
+from ._vocabulary.urls import REDACTED, redact_url
 
 __all__ = [
     "FORMAT",
@@ -345,7 +345,7 @@ def replay_lines(
     """
     spec, handlers, modes, known_era, events = _read(lines)
     if machine is None:
-        from ._machine import SessionMachine  # lazily: the machine imports this package
+        from ._session.machine import SessionMachine  # lazily: the machine imports this package
 
         session: _Machine = SessionMachine(
             spec, handlers=handlers, elicitation_modes=modes, known_era=known_era

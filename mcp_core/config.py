@@ -7,6 +7,6 @@ table, raises ``InvalidConfig``. ``load_config``, ``LoadedConfig`` and ``Invalid
 re-exported by ``mcp_core`` itself.
 """
 
-from ._config import InvalidConfig, LoadedConfig, load_config
+from ._config.files import InvalidConfig, LoadedConfig, load_config
 
 __all__ = ["InvalidConfig", "LoadedConfig", "load_config"]

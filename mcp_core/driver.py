@@ -16,14 +16,14 @@ URL fit for an error or a log (no userinfo, query or fragment); ``proxy_url_prob
 is wrong with a proxy URL, or None.
 """
 
-from ._events import ENTROPY_BYTES
-from ._models import CompletionRef, completion_params
-from ._oauth import client_assertion_claims
-from ._oauth_settings import token_store_key
-from ._spec import proxy_url_problem
-from ._spend import reservation_facts
-from ._stdio import INHERITED_ENV, inherit_environment
-from ._urls import redact_url
+from ._auth.oauth import client_assertion_claims
+from ._config.oauth_settings import token_store_key
+from ._config.spec import proxy_url_problem
+from ._session.spend import reservation_facts
+from ._transport.stdio_parts import INHERITED_ENV, inherit_environment
+from ._vocabulary.events import ENTROPY_BYTES
+from ._vocabulary.models import CompletionRef, completion_params
+from ._vocabulary.urls import redact_url
 
 __all__ = [
     "ENTROPY_BYTES",

@@ -10,8 +10,8 @@ is the server part of those names for a set of servers; both are a ``NameTable``
 ``Named`` items (a ``Tool`` or a ``Prompt``).
 """
 
-from ._group_names import Named, NameTable, PromptTable, ToolTable, server_parts
-from ._group_plan import GroupPlan, GroupSpecs, LoadedConfigLike, down_error, plan_group
+from ._group.names import Named, NameTable, PromptTable, ToolTable, server_parts
+from ._group.plan import GroupPlan, GroupSpecs, LoadedConfigLike, down_error, plan_group
 
 __all__ = [
     "GroupPlan",

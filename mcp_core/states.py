@@ -2,7 +2,7 @@
 connection and a stopping process go through, and what moves them (``docs/states.md`` is
 ``render_tables()``). ``SessionMachine.phase`` and ``.phases`` say where a machine is."""
 
-from ._phases import (
+from ._vocabulary.phases import (
     AUTH_TABLE,
     CONNECTION_TABLE,
     SESSION_TABLE,

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 import mcp_core as core
-from mcp_core._authorization import MAX_AUTHORIZATIONS
+from mcp_core._auth.layer import MAX_AUTHORIZATIONS
 from mcp_core.driver import token_store_key
 from mcp_core.replay import Recorder, encode_action, encode_event
 from mcp_core.states import AuthPhase

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import mcp_core as core
-from mcp_core._authorization import MAX_AUTHORIZATIONS
-from mcp_core._oauth import may_fetch, protected_resource_metadata_urls
+from mcp_core._auth.layer import MAX_AUTHORIZATIONS
+from mcp_core._auth.oauth import may_fetch, protected_resource_metadata_urls
 from mcp_core.replay import encode_action
 from mcp_core.states import AuthPhase
 from tests.core.harness import TEXT_RESULT

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import mcp_core as core
-from mcp_core._server_requests import MAX_ELICITATIONS
+from mcp_core._session.server_requests import MAX_ELICITATIONS
 from mcp_core.replay import Recorder, encode_action, replay_lines
 from tests.core.harness import TEXT_RESULT, Harness
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_core._framing import LineDecoder, Message, NotJson, Oversized, encode_message
+from mcp_core._wire.framing import LineDecoder, Message, NotJson, Oversized, encode_message
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ def test_decode(chunks: list[bytes], frames: list[object]) -> None:
     assert out == frames
 
 
-# Integers within 64 bits: beyond them the parser reads a float (mcp_core/_json.py; see
+# Integers within 64 bits: beyond them the parser reads a float (mcp_core/_wire/json.py; see
 # test_integers_beyond_64_bits_are_read_as_floats).
 _INTEGERS = st.integers(min_value=-(2**63), max_value=2**64 - 1)
 
@@ -202,7 +202,7 @@ def test_lines_the_fast_parser_refuses_are_judged_as_before(line: bytes, frame: 
 
 
 def test_integers_beyond_64_bits_are_read_as_floats() -> None:
-    # The one documented difference from the stdlib parser (mcp_core/_json.py).
+    # The one documented difference from the stdlib parser (mcp_core/_wire/json.py).
     line = b'{"a":18446744073709551615,"b":18446744073709551616,"c":-9223372036854775809}\n'
     (frame,) = LineDecoder(100).feed(line)
     assert frame == Message({"a": 2**64 - 1, "b": float(2**64), "c": -float(2**63)})

@@ -1,4 +1,4 @@
-"""Fuzzing the stdio line framer (``mcp_core/_framing.py``) against a model.
+"""Fuzzing the stdio line framer (``mcp_core/_wire/framing.py``) against a model.
 
 The model is the framer's contract written the plain way, on the whole input at once: split on
 ``b"\\n"``; a line whose content (without one trailing ``"\\r"``) is longer than the limit is one
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_core._framing import (
+from mcp_core._wire.framing import (
     _KEEP,
     Frame,
     LineDecoder,
@@ -29,7 +29,7 @@ from mcp_core._framing import (
     Oversized,
     _recover_id,
 )
-from mcp_core._json import MAX_NESTING
+from mcp_core._wire.json import MAX_NESTING
 
 _BOM = b"\xef\xbb\xbf"
 FUZZ = settings(
@@ -46,7 +46,7 @@ FUZZ = settings(
 def _norm(value: object) -> object:
     """Integers beyond 64 bits as floats: the framer reads them so when its fast parser takes
     the line, and as integers when the line needs the stdlib's (NaN, lone surrogates), as
-    ``mcp_core/_json.py`` says. Frames are compared with both sides normalized."""
+    ``mcp_core/_wire/json.py`` says. Frames are compared with both sides normalized."""
     if isinstance(value, bool) or not isinstance(value, int | list | dict):
         return value
     if isinstance(value, int):
@@ -78,7 +78,7 @@ def _model_line(line: bytes) -> Frame | None:
         try:
             value = json.loads(line.decode("utf-8"))
             if _depth(value) > MAX_NESTING:
-                raise ValueError("nested too deep")  # the reader's limit (_json.py)
+                raise ValueError("nested too deep")  # the reader's limit (_wire/json.py)
         except (ValueError, RecursionError):
             if not line.strip():
                 return None

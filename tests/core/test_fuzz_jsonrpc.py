@@ -1,5 +1,5 @@
 """Fuzzing what reads the server's JSON: ``_json.loads``/``dumps_line``, the body helpers of
-``_http.py``, and JSON-RPC classification (``_jsonrpc.classify``).
+``_transport/http_parts.py``, and JSON-RPC classification (``_wire/jsonrpc.classify``).
 
 * ``classify`` takes any JSON value (arbitrary, or messages with every member of the wrong
   type, or nested 1000 deep) without raising, sorts it as a small model of the rules in its
@@ -27,8 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mcp_core as core
-from mcp_core import _jsonrpc as rpc
-from mcp_core._http import (
+from mcp_core._transport.http_parts import (
     MAX_RETRY_AFTER,
     content_type,
     encode_header_value,
@@ -37,7 +36,8 @@ from mcp_core._http import (
     parse_json_body,
     parse_retry_after,
 )
-from mcp_core._json import MAX_NESTING, dumps_line, loads
+from mcp_core._wire import jsonrpc as rpc
+from mcp_core._wire.json import MAX_NESTING, dumps_line, loads
 from tests.core.harness import Harness, HttpHarness
 
 FUZZ = settings(
@@ -217,7 +217,7 @@ def test_valid_messages_are_sorted_as_such(
 
 
 def _norm(value: object) -> object:
-    """Integers beyond 64 bits as floats, as orjson reads them (``_json.py``), recursively."""
+    """Integers beyond 64 bits as floats, as orjson reads them (``_wire/json.py``), recursively."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int):
@@ -334,7 +334,7 @@ def test_dumps_line_writes_what_the_stdlib_writes(value: object) -> None:
     except UnicodeEncodeError:  # a lone surrogate: written escaped
         want = json.dumps(value, separators=(",", ":")).encode("ascii")
     if any(isinstance(v, float) for v in _leaves(value)):
-        # orjson writes a float's exponent as 1e-8 where the stdlib writes 1e-08 (_json.py):
+        # orjson writes a float's exponent as 1e-8 where the stdlib writes 1e-08 (_wire/json.py):
         # the same number; compared as what a reader gets.
         assert repr(json.loads(line)) == repr(json.loads(want))
     else:
@@ -415,10 +415,10 @@ def test_parse_retry_after_gives_none_or_a_delay_of_at_most_a_day(value: str) ->
         assert delay is None
 
 
-# Found by this fuzzing (fixed in _http.py by 3868fca): str.isdigit() is true for "²", "³"
-# and "¹" (latin-1 bytes B2, B3, B9, which a driver decodes from the header as is), and float()
-# then raised ValueError out of handle(); 400 ASCII digits were float('inf'), a retry at
-# infinity (see test_machine_stateful_http.py for both through the machine).
+# Found by this fuzzing (fixed in _transport/http_parts.py by 3868fca): str.isdigit() is true
+# for "²", "³" and "¹" (latin-1 bytes B2, B3, B9, which a driver decodes from the header as
+# is), and float() then raised ValueError out of handle(); 400 ASCII digits were float('inf'),
+# a retry at infinity (see test_machine_stateful_http.py for both through the machine).
 @pytest.mark.parametrize(
     ("value", "delay"),
     [("\xb2", None), ("1\xb3", None), ("\xb9 ", None), ("9" * 400, None), ("9" * 12, 86400.0)],

@@ -1,4 +1,4 @@
-"""Fuzzing the SSE decoder (``mcp_core/_sse.py``) against a reference model of WHATWG HTML
+"""Fuzzing the SSE decoder (``mcp_core/_wire/sse.py``) against a reference model of WHATWG HTML
 "Interpreting an event stream".
 
 The model reads the whole body at once, the way the standard is written: one leading
@@ -10,7 +10,7 @@ value and a LF, ``id`` sets the last event ID buffer unless the value holds U+00
 takes ASCII digits only; a blank line sets the last event ID and dispatches the data (its
 trailing LF removed) as an event of the type, or "message". Text is UTF-8 with replacement.
 
-Plus the choices ``_sse.py`` documents for MCP, and nothing else: no event for empty data; a
+Plus the choices ``_wire/sse.py`` documents for MCP, and nothing else: no event for empty data; a
 ``retry`` of more than 18 digits is ignored; an event whose data (or one of whose lines, less
 the room of "data: ") is over the cap is one ``SseTooLarge``, given as soon as the bytes read
 prove it, whatever would follow: at the first byte of a line (finished or not, the last,
@@ -32,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_core._sse import SseDecoder, SseEvent, SseFrame, SseTooLarge
+from mcp_core._wire.sse import SseDecoder, SseEvent, SseFrame, SseTooLarge
 
 _BOM = b"\xef\xbb\xbf"
 _PREFIX_ROOM = len(b"data: ")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 
 import mcp_core as core
-import mcp_core._group_names as group_names
+import mcp_core._group.names as group_names
 from mcp_core import UnknownPrompt
 from mcp_core.group import PromptTable, ToolTable, server_parts
 

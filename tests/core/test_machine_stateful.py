@@ -6,7 +6,7 @@ from a live process, answers only to request ids the machine wrote to that very 
 checks every action the machine returns plus its public state after every step. The fake clock
 only moves forward.
 
-What is checked (the theory of operation in ``_machine.py`` promises all of it):
+What is checked (the theory of operation in ``_session/machine.py`` promises all of it):
 
 * each ticket is answered at most once, never after its ``CancelCall``, never if not issued,
   and with a value of the right type (Status / list / CallToolResult / None for Close);

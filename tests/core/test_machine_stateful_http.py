@@ -13,7 +13,7 @@ notifications. The callers call, list, wait, cancel and close; the clock jumps. 
 answers each request a step later as a healthy server would, except every few moves, when it
 answers with the run's own list of faults: a flaky server whose sessions still get somewhere.
 
-What is checked after every event (the theory of operation in ``_machine.py``):
+What is checked after every event (the theory of operation in ``_session/machine.py``):
 
 * no exception escapes ``handle()``: every event fed is one a correct driver may feed;
 * every action names a stream the machine started: ``AbortHttp`` only for a stream it still
@@ -1036,7 +1036,7 @@ def _legacy_session(h: HttpHarness, session: str = "sess-1") -> core.StartHttp:
 # A Retry-After the handshake honours (429/5xx), read by _http.parse_retry_after. The last two
 # were found by this fuzzing: "²" (the latin-1 byte B2 as a driver decodes it) passed
 # str.isdigit() and float() raised ValueError out of handle(); 400 digits were float('inf'), a
-# retry (and next_deadline()) at infinity. Fixed in _http.py by 3868fca.
+# retry (and next_deadline()) at infinity. Fixed in _transport/http_parts.py by 3868fca.
 @pytest.mark.parametrize(
     ("status", "retry_after", "at_least"),
     [

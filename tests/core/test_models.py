@@ -18,7 +18,7 @@ from mcp_core import (
     Tool,
     UnknownContent,
 )
-from mcp_core._models import content_from_wire
+from mcp_core._vocabulary.models import content_from_wire
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
 

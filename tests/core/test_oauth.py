@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import mcp_core
 from mcp_core import AuthorizationFailed, AuthorizationRequired, McpError
-from mcp_core import _oauth as oauth
+from mcp_core._auth import oauth as oauth
 
 SERVER = "http://localhost:3000/mcp"
 ISSUER = "http://localhost:4000"

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from mcp_core import InvalidSpec, Spec
-from mcp_core._spec import redact_mapping
-from mcp_core._urls import redact_url
+from mcp_core._config.spec import redact_mapping
+from mcp_core._vocabulary.urls import redact_url
 
 SECRET = "s3cr3t-token"
 STDIO: dict[str, Any] = {"name": "fs", "command": "npx"}

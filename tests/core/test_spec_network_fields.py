@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mcp_core import InvalidSpec, Spec, load_config
-from mcp_core._spec import proxy_url_problem, redact_mapping
+from mcp_core._config.spec import proxy_url_problem, redact_mapping
 
 HTTP: dict[str, Any] = {"name": "web", "url": "https://example.com/mcp"}
 STDIO: dict[str, Any] = {"name": "fs", "command": "npx"}

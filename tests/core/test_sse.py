@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_core._sse import SseDecoder, SseEvent, SseFrame, SseTooLarge
+from mcp_core._wire.sse import SseDecoder, SseEvent, SseFrame, SseTooLarge
 
 
 def ev(data: str, id: str | None = None, event: str = "message") -> SseEvent:

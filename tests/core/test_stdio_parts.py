@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_core._jitter import Jitter, backoff_delay
-from mcp_core._stdio import StderrRing
+from mcp_core._transport.jitter import Jitter, backoff_delay
+from mcp_core._transport.stdio_parts import StderrRing
 from mcp_core.driver import INHERITED_ENV, inherit_environment
 
 # --- inherited environment -------------------------------------------------------------------

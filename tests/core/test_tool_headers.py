@@ -16,7 +16,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from mcp_core._tool_headers import ANNOTATION, HEADER_PREFIX, mirror, param_headers
+from mcp_core._transport.tool_headers import ANNOTATION, HEADER_PREFIX, mirror, param_headers
 
 X = ANNOTATION
 

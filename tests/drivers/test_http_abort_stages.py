@@ -5,9 +5,9 @@ listener whose accept queue is full), a TLS handshake nobody answers, a response
 comes, a head trickled one byte every 0.1 s (a slow loris), and a body that never ends, sent as
 fast as the socket takes it (plain and over TLS).
 
-``StartHttp`` (mcp_core/_actions.py): the executor applies no timeout of its own; the machine's
-deadlines end a request with ``AbortHttp``, after which it feeds nothing more for that stream.
-For each stage and executor, after ``abort()``:
+``StartHttp`` (mcp_core/_vocabulary/actions.py): the executor applies no timeout of its own; the
+machine's deadlines end a request with ``AbortHttp``, after which it feeds nothing more for that
+stream. For each stage and executor, after ``abort()``:
 
 - nothing more is fed for the stream: no failure, no end, no byte. On threads a worker may be
   handing over a read when the abort comes (it feeds without any lock, the machine drops such a

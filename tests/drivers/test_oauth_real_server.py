@@ -38,8 +38,8 @@ import anyio.to_thread
 import pytest
 
 import mcp_core as core
-import mcp_core._oauth
-from mcp_core._authorization import _EXPIRY_MARGIN, MAX_AUTHORIZATIONS
+import mcp_core._auth.oauth
+from mcp_core._auth.layer import _EXPIRY_MARGIN, MAX_AUTHORIZATIONS
 from mcp_core.driver import token_store_key
 from tests.drivers.facade import Facade
 from tests.drivers.test_oauth_drivers import follow
@@ -379,14 +379,14 @@ def verifiers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every PKCE code verifier the core makes (one never leaves the client otherwise but in
     the token request)."""
     made: list[str] = []
-    begin = mcp_core._oauth.begin_authorization
+    begin = mcp_core._auth.oauth.begin_authorization
 
-    def recording(*args: Any, **kw: Any) -> mcp_core._oauth.PendingAuthorization:
+    def recording(*args: Any, **kw: Any) -> mcp_core._auth.oauth.PendingAuthorization:
         pending = begin(*args, **kw)
         made.append(pending.code_verifier)
         return pending
 
-    monkeypatch.setattr(mcp_core._oauth, "begin_authorization", recording)
+    monkeypatch.setattr(mcp_core._auth.oauth, "begin_authorization", recording)
     yield made
 
 

@@ -1,0 +1,959 @@
+"""The authorization layer: OAuth 2.1 between the session and the HTTP transport (MCP
+2025-11-25 and 2026-07-28 basic/authorization).
+
+It wraps ``HttpTransport`` and offers the session the same calls, so neither the session nor
+the transport knows it is there (the machine builds it when the spec asks for OAuth). What it
+adds:
+
+- every MCP request carries ``Authorization: Bearer <token>`` once there is a token;
+- it sees each HTTP event before the transport. A 401, or a 403 whose challenge says
+  ``insufficient_scope``, to a request of the session does not reach the transport: the
+  request is *held*, and so is every request the session sends meanwhile; the layer obtains a
+  token and sends each held request again, once (a second 401 for the same request fails it);
+  a held request whose caller was answered meanwhile (a timeout, a cancel, a session the
+  server forgot) is never sent;
+- obtaining a token, in the MCP authorization spec's order (2025-11-25 and 2026-07-28
+  ``basic/authorization``): refresh first when there is a refresh token; else discover the
+  protected resource metadata (RFC 9728: the challenge's ``resource_metadata``, then the
+  well-known URLs) and the authorization server's (RFC 8414 / OIDC), get a client identity
+  (pre-registered, Client ID Metadata Document, or RFC 7591 registration), then either the
+  authorization code flow (PKCE S256, ``state``, RFC 8707 ``resource``, RFC 9207 ``iss``) with
+  the driver's browser step, or ``client_credentials``; step-up after 403 with the union of
+  scopes, at most ``MAX_AUTHORIZATIONS`` authorizations for any one request (past that, that
+  request fails with ``AuthorizationFailed``; the token in hand serves the rest);
+- the driver's part is I/O only: it performs the metadata, registration and token requests
+  as ``StartHttp`` (their answers come back as HTTP events on streams this layer owns), binds
+  the redirect listener and supplies random bytes (``PrepareAuthorization`` ->
+  ``AuthorizationPrepared``), opens the browser (``Authorize`` -> ``AuthorizationRedirected``
+  or ``AuthorizationAbandoned``), signs client assertions (``SignAssertion`` ->
+  ``AssertionSigned``) and keeps tokens (``SaveAuthorization``).
+
+The session's guarantees hold here too:
+
+- every request of this layer has a deadline: ``OAuthSettings.request_timeout``, never past
+  the connect deadline of a handshake waiting for it (that deadline keeps running through
+  discovery, registration and the token requests; it is suspended only while the user is at
+  the browser, and starts again when the browser step ends). An answer is read up to
+  ``AUTH_MAX_BYTES``. Past either, the request is aborted (``AbortHttp``);
+- failures are of two kinds. A definite answer refuses for good (``AuthorizationFailed``, or
+  ``AuthorizationRequired`` when only the user can help): a refused client or grant, a
+  metadata document for another resource or issuer, a refused step-up, a browser step that
+  ended without a usable redirect. The layer is then ``REFUSED``: every held and later
+  request fails with that error, a handshake fails its connection permanently. Anything else
+  may pass (``AuthorizationUnavailable``): no answer in time, a connection error, an answer
+  over the cap, HTTP 429 or 5xx, a redirect, an answer that cannot be read. Then every held
+  request is answered now (a handshake fails its connect attempt, which the session retries
+  with backoff, honouring a ``Retry-After``; caller work gets the error) and the layer goes
+  back to where it started: the next request that needs a token tries again. A metadata URL
+  that fails this way is skipped for the next one (RFC 9728: the challenge's URL falls back
+  to the well-known ones);
+- no bearer token goes over plain http to a server that is not on this machine (RFC 6750
+  §5.3) unless ``allow_insecure_http``; no metadata, issuer or endpoint of a remote server
+  leads to this machine (``_oauth_metadata.may_fetch``);
+- ``Close`` aborts the layer's requests in flight.
+
+Its phases and what moves them are ``AUTH_TABLE`` in ``_vocabulary/phases.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from .._config.oauth_settings import AUTH_MAX_BYTES, OAuthSettings, token_store_key
+from .._config.spec import Spec
+from .._transport.connection import DISCOVER, INITIALIZE, Connection, Session
+from .._transport.http import HttpEvent, HttpTransport
+from .._transport.http_parts import find_header, parse_retry_after
+from .._vocabulary.actions import (
+    AbortHttp,
+    Action,
+    Authorize,
+    PrepareAuthorization,
+    SaveAuthorization,
+    SignAssertion,
+    StartHttp,
+)
+from .._vocabulary.errors import (
+    AuthorizationFailed,
+    AuthorizationRequired,
+    AuthorizationUnavailable,
+    ConnectFailed,
+    McpError,
+)
+from .._vocabulary.events import (
+    AssertionSigned,
+    AuthorizationAbandoned,
+    AuthorizationPrepared,
+    AuthorizationRedirected,
+    HttpBodyReceived,
+    HttpResponseEnded,
+    HttpResponseStarted,
+)
+from .._vocabulary.phases import AuthPhase, AuthStep, Phase, auth_step
+from .._vocabulary.tokens import StoredAuthorization
+from .._vocabulary.urls import origin_of, redact_url
+from . import oauth as oauth
+from .metadata import UnreadableAnswer, may_fetch
+
+__all__ = ["MAX_AUTHORIZATIONS", "AuthEvent", "Authorization", "OAuthSettings"]
+
+# 2026-07-28 basic/authorization "Step-Up Authorization Flow": clients "SHOULD implement retry
+# limits". Counted per request, as the conformance suite's auth/scope-retry-limit counts them
+# for the one request it refuses forever: the authorizations the request waited for (the
+# first one included); a request refused for scope after that many fails, and no fourth
+# authorization is made for it.
+MAX_AUTHORIZATIONS = 3
+# A token this close to its expiry is refreshed before use rather than sent.
+_EXPIRY_MARGIN = 30.0
+# What each request of the layer is called in an error (``AuthorizationUnavailable.step``).
+_STEPS = {
+    AuthPhase.DISCOVERING_RESOURCE: "protected resource metadata",
+    AuthPhase.DISCOVERING_SERVER: "authorization server metadata",
+    AuthPhase.REGISTERING: "registration",
+    AuthPhase.EXCHANGING: "token",
+    AuthPhase.REFRESHING: "refresh",
+}
+_DISCOVERING = (AuthPhase.DISCOVERING_RESOURCE, AuthPhase.DISCOVERING_SERVER)
+_CAP = f"the {AUTH_MAX_BYTES // 1024} KiB an answer may have"
+_GONE = (Phase.IDLE, Phase.STOPPING)
+
+AuthEvent = (
+    AuthorizationPrepared | AuthorizationRedirected | AuthorizationAbandoned | AssertionSigned
+)
+
+
+@dataclass(slots=True, eq=False)
+class _Held:
+    """A request the server refused for want of a token, or sent while one was being got."""
+
+    connection: Connection
+    message: Mapping[str, Any]
+    request_id: int | None
+    epoch: int  # the connection's session when it was held (a notification belongs to it)
+    confirming: bool = False  # the initialized POST the handshake waits for
+    refused: int = 0  # how often the server refused it for want of a token (401)
+    authorizations: int = 0  # authorizations it waited for (the step-up limit)
+
+    @property
+    def handshake(self) -> bool:
+        """Whether the connection's handshake waits for it (not caller work)."""
+        request_id = self.request_id
+        owner = self.connection.requests.get(request_id) if request_id is not None else None
+        return self.confirming or owner in (DISCOVER, INITIALIZE)
+
+
+@dataclass(slots=True, eq=False)
+class _Fetch:
+    """A request of this layer's own (made in ``phase``) and what its answer has shown."""
+
+    phase: AuthPhase
+    url: str
+    timeout: float  # seconds it was given
+    deadline: float
+    status: int = 0
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytearray = field(default_factory=bytearray)
+
+    @property
+    def secret(self) -> bool:
+        return self.phase in (AuthPhase.REGISTERING, AuthPhase.EXCHANGING, AuthPhase.REFRESHING)
+
+
+class Authorization:
+    """OAuth for one session, around its HTTP transport; see the module docstring."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        inner: HttpTransport,
+        session: Session,
+        out: list[Action],
+        settings: OAuthSettings,
+        stored: StoredAuthorization | None = None,
+    ) -> None:
+        """``stored``: what the token store kept for this server, its ``expires_at`` already
+        on the machine's clock (see ``SaveAuthorization``)."""
+        assert spec.url is not None
+        self._spec = spec
+        self._url = spec.url
+        self._inner = inner
+        self._session = session
+        self._out = out
+        self._settings = settings
+        self._resource = oauth.canonical_resource(spec.url)
+        parts = urlsplit(spec.url)
+        # RFC 6750 §5.3: "Clients MUST always use TLS ... when making requests with bearer
+        # tokens"; a server on this machine is the exception OAuth 2.1 §1.5 makes.
+        self._insecure = (
+            parts.scheme.lower() == "http"
+            and not oauth.is_loopback(parts.hostname or "")
+            and not settings.allow_insecure_http
+        )
+        self.phase = AuthPhase.UNAUTHORIZED
+        self._held: list[_Held] = []
+        self._resent: dict[int, _Held] = {}  # stream of a request sent again -> its record
+        self._fetches: dict[int, _Fetch] = {}
+        self._candidates: list[str] = []  # metadata URLs still to try, in order
+        self._transient: AuthorizationUnavailable | None = None  # of a metadata URL skipped
+        # Until when a Retry-After asked for quiet, and the failure that said so.
+        self._asked_to_wait: tuple[float, AuthorizationUnavailable] | None = None
+        self._challenge: oauth.AuthChallenge | None = None
+        self._resource_metadata: oauth.ProtectedResourceMetadata | None = None
+        self._server: oauth.AuthorizationServerMetadata | None = None
+        self._client: oauth.RegisteredClient | None = None  # the identity in use, if known
+        self._prepared: AuthorizationPrepared | None = None  # while registering for it
+        self._pending: oauth.PendingAuthorization | None = None
+        self._scope: str | None = None  # asked for last (step-up asks for the union)
+        self._failure: McpError | None = None
+        self._issuer: str | None = None
+        # The token; expires_at on the machine's clock.
+        self._access_token: str | None = None
+        self._refresh_token: str | None = None
+        self._expires_at: float | None = None
+        self._granted_scope: str | None = None
+        if stored is not None:
+            self._issuer = stored.issuer
+            self._client = oauth.RegisteredClient(
+                client_id=stored.client_id, client_secret=stored.client_secret
+            )
+            self._refresh_token = stored.refresh_token
+            self._expires_at = stored.expires_at
+            self._granted_scope = stored.scope
+            if stored.access_token is not None and not self._insecure:
+                self._token(stored.access_token)
+                self._move(AuthStep.TOKEN)
+
+    # --- the transport's calls: most go straight through --------------------------------------
+
+    @property
+    def sse(self) -> bool:
+        return self._inner.sse
+
+    def speaks_sse(self, connection: Connection) -> bool:
+        return self._inner.speaks_sse(connection)
+
+    def open(self, connection: Connection) -> bool:
+        return self._inner.open(connection)
+
+    def open_sse(self, connection: Connection) -> None:
+        self._inner.open_sse(connection)
+
+    def send(
+        self, connection: Connection, message: Mapping[str, Any], request_id: int | None
+    ) -> None:
+        """Send now with the token, or hold until there is one."""
+        phase = self.phase
+        # The common case first, allocating nothing: it runs for every request.
+        if phase is AuthPhase.UNAUTHORIZED or (
+            phase is AuthPhase.AUTHORIZED and not self._expired()
+        ):
+            self._inner.send(connection, message, request_id)
+            return
+        held = _Held(connection, message, request_id, connection.epoch)
+        if phase is AuthPhase.REFUSED:
+            self._held.append(held)
+            self._refuse_held()
+        elif phase is not AuthPhase.AUTHORIZED:
+            self._held.append(held)  # a token is on its way
+        elif self._refresh_token is not None and self._server is not None:
+            self._held.append(held)  # expired: refresh before sending
+            if not self._waiting_out(held):
+                self._guard(self._refresh)
+        else:
+            self._inner.send(connection, message, request_id)  # the server will say
+
+    def acknowledge(self, connection: Connection, message: Mapping[str, Any]) -> bool:
+        return self._inner.acknowledge(connection, message)
+
+    def cancel(self, connection: Connection, request_id: int) -> bool:
+        """A caller gave up ``request_id``. One held here was never processed by the server
+        (it answered 401, or never got it): nothing to tell it."""
+        if self._drop_held(connection, request_id):
+            return False
+        return self._inner.cancel(connection, request_id)
+
+    def forget(self, connection: Connection, request_id: int) -> None:
+        # Only the probe is forgotten, at its deadline, which a held probe does not have.
+        self._inner.forget(connection, request_id)
+
+    def fail(self, connection: Connection) -> bool:
+        self._held = [h for h in self._held if h.connection is not connection]
+        return self._inner.fail(connection)
+
+    def close(self, connection: Connection) -> bool:
+        self._held = [h for h in self._held if h.connection is not connection]
+        return self._inner.close(connection)
+
+    def stop(self) -> None:
+        """``Close``: end the flow under way (its requests are aborted, the browser step is
+        no longer waited for) and forget a refusal: a later ``Connect`` starts again from
+        the token in hand, as the session forgets its permanent failure."""
+        self._held.clear()
+        self._end_flow()
+        self._move(AuthStep.STOP)
+        if self._access_token is not None:
+            self._move(AuthStep.TOKEN)
+
+    def next_deadline(self, best: float | None) -> float | None:
+        for fetch in self._fetches.values():
+            if best is None or fetch.deadline < best:
+                best = fetch.deadline
+        return self._inner.next_deadline(best)
+
+    def expire(self, connection: Connection, now: float) -> None:
+        """A request of this layer that passed its deadline is aborted and fails; then the
+        transport's own deadlines. Runs before the session checks the connect deadline, so a
+        handshake that waited for a token fails naming the request that did not answer."""
+        # One request is in flight at a time: the next step starts when its answer is read.
+        late = next((f for f in self._fetches.values() if f.deadline <= now), None)
+        if late is not None:
+            self._fetch_failed(late, f"got no complete answer within {late.timeout:g} s")
+        self._inner.expire(connection, now)
+
+    def resume_due(self, connection: Connection, now: float) -> None:
+        self._inner.resume_due(connection, now)
+
+    # --- events --------------------------------------------------------------------------------
+
+    def handle(self, event: HttpEvent) -> None:
+        """An HTTP event: this layer's own request, a refusal for want of a token, or the
+        transport's business."""
+        # Every response event passes here: the common case decides with few lookups.
+        if self._fetches:
+            fetch = self._fetches.get(event.stream)
+            if fetch is not None:
+                self._on_fetch_event(event, fetch)
+                return
+        if type(event) is HttpResponseStarted:
+            before = self._resent.pop(event.stream, None) if self._resent else None
+            if (event.status == 401 or event.status == 403) and self._refused(event, before):
+                return
+        self._inner.handle(event)
+
+    def _refused(self, event: HttpResponseStarted, before: _Held | None) -> bool:
+        """A 401, or a 403 that asks for more scope, to a POST of the session: take it from
+        the transport and hold it (``before``: its record, when it was held before)."""
+        challenge = oauth.bearer_challenge(find_header(event.headers, "www-authenticate"))
+        scope_wanted = challenge is not None and challenge.error == "insufficient_scope"
+        taken = self._inner.take(event.stream) if event.status == 401 or scope_wanted else None
+        if taken is None:
+            return False
+        connection, message, request_id, confirming = taken
+        held = _Held(connection, message, request_id, connection.epoch, confirming)
+        if before is not None:
+            held.refused, held.authorizations = before.refused, before.authorizations
+        self._challenge = challenge
+        self._on_challenge(held, event.status)
+        return True
+
+    def handle_auth(self, event: AuthEvent) -> None:
+        """The driver's answer to ``PrepareAuthorization``, ``Authorize`` or ``SignAssertion``;
+        one that comes when no such step is under way (a late one) changes nothing."""
+        if isinstance(event, AuthorizationPrepared):
+            if self.phase is AuthPhase.PREPARING:
+                self._guard(self._prepared_for, event)
+        elif isinstance(event, AuthorizationRedirected):
+            if self.phase is AuthPhase.AUTHORIZING:
+                self._guard(self._redeem, event.params)
+        elif isinstance(event, AuthorizationAbandoned):
+            if self.phase is AuthPhase.SIGNING:
+                reason = f"the client assertion could not be signed: {event.reason}"
+                self._refuse(AuthorizationFailed(None, reason))
+            elif self.phase in (AuthPhase.PREPARING, AuthPhase.AUTHORIZING):
+                reason = f"the authorization step did not finish: {event.reason}"
+                self._refuse(AuthorizationRequired(self._spec.name, reason))
+        elif self.phase is AuthPhase.SIGNING:
+            self._guard(self._request_token, event.assertion)
+
+    # --- the flow ----------------------------------------------------------------------------
+
+    def _on_challenge(self, held: _Held, status: int) -> None:
+        """The server refused ``held`` for want of a (better) token: hold it, get one."""
+        self._held.append(held)
+        held.connection.probe_deadline = None  # the probe waits for the token, not for legacy
+        if self.phase is AuthPhase.REFUSED:
+            self._refuse_held()
+            return
+        if self._insecure:
+            self._refuse(
+                AuthorizationFailed(
+                    None,
+                    f"the server {redact_url(self._url)!r} asks for a token over plain http "
+                    "and is not on this machine: a bearer token would travel unencrypted "
+                    "(RFC 6750 §5.3). Use its https:// URL, or set oauth allow_insecure_http "
+                    "to true if the network is trusted",
+                )
+            )
+            return
+        if self.phase not in (AuthPhase.UNAUTHORIZED, AuthPhase.AUTHORIZED):
+            return  # a token is on its way: the request waits for it
+        if self._waiting_out(held):
+            return
+        if status == 401:
+            held.refused += 1
+            if held.refused > 1:
+                # Sent again with a fresh token and refused again: a token cannot help.
+                self._refuse(AuthorizationFailed(None, "the server refused a fresh token"))
+            elif self._refresh_token is not None and self._server is not None:
+                self._guard(self._refresh)
+            else:
+                self._guard(self._discover)
+            return
+        # 2026-07-28 basic/authorization "Step-Up Authorization Flow": a new authorization
+        # for the union of what was asked and what the challenge names.
+        if held.authorizations >= MAX_AUTHORIZATIONS:
+            # This request wants a scope the server does not grant: it fails, and nothing
+            # else. The token in hand stays good for what it was granted (no REFUSE phase).
+            refusal = AuthorizationFailed(
+                "insufficient_scope",
+                f"the server still wants more scope for this request after "
+                f"{MAX_AUTHORIZATIONS} authorizations",
+            )
+            self._held.remove(held)
+            self._fail_held(held, refusal)
+            return
+        wanted = self._challenge.scope if self._challenge is not None else None
+        self._scope = oauth.union_scopes(self._scope, self._granted_scope, wanted)
+        self._guard(self._identify, False)
+
+    def _waiting_out(self, held: _Held) -> bool:
+        """Whether the authorization server asked to be left alone (``Retry-After`` on a 429
+        or 503, RFC 9110 §10.2.3) for longer than now: then ``held`` fails at once with that
+        answer's error instead of starting a flow, as the connect retry waits it out too."""
+        last, now = self._asked_to_wait, self._session.now
+        if last is None or now >= last[0]:
+            return False
+        until, error = last
+        left = AuthorizationUnavailable(error.origin, error.step, error.detail, until - now)
+        self._held.remove(held)
+        self._fail_held(held, left, permanent=False)
+        return True
+
+    def _discover(self) -> None:
+        """RFC 9728: the protected resource metadata, from the challenge's URL or the
+        well-known ones, in order."""
+        hint = self._challenge.resource_metadata if self._challenge is not None else None
+        self._candidates = list(oauth.protected_resource_metadata_urls(self._url, hint))
+        self._transient = None
+        self._move(AuthStep.DISCOVER)
+        self._fetch_next()
+
+    def _fetch_next(self) -> None:
+        """The next metadata URL; when none is left, the first failure that may pass (so the
+        attempt is retried), else a refusal: no URL has the document."""
+        out_of_time = self._connect_bound() <= self._session.now  # the handshake's is over
+        if self._transient is not None and (not self._candidates or out_of_time):
+            self._falter(self._transient)
+            return
+        if not self._candidates:
+            what = (
+                "protected resource"
+                if self.phase is AuthPhase.DISCOVERING_RESOURCE
+                else "authorization server"
+            )
+            raise AuthorizationFailed(None, f"no {what} metadata was found at any well-known URL")
+        self._start(oauth.metadata_request(self._candidates.pop(0)))
+
+    def _on_resource_metadata(self, status: int, body: bytes) -> None:
+        if not 200 <= status < 300:
+            self._fetch_next()
+            return
+        metadata = oauth.parse_protected_resource_metadata(body, server_url=self._url)
+        self._resource_metadata = metadata
+        issuer = metadata.authorization_servers[0]
+        if not may_fetch(issuer, self._url):
+            raise AuthorizationFailed(
+                None,
+                f"the protected resource metadata names issuer {redact_url(issuer)!r}, which "
+                "this client does not use for this server: an issuer is https, and on this "
+                "machine only for a server on this machine",
+            )
+        if self._issuer is not None and issuer != self._issuer:
+            # Credentials are bound to the issuer: a new one means registering again.
+            self._client = None
+            self._refresh_token = None
+        self._issuer = issuer
+        self._candidates = list(oauth.authorization_server_metadata_urls(issuer))
+        self._transient = None
+        self._move(AuthStep.DISCOVER_SERVER)
+        self._fetch_next()
+
+    def _on_server_metadata(self, status: int, body: bytes) -> None:
+        assert self._issuer is not None
+        if not 200 <= status < 300:
+            self._fetch_next()
+            return
+        self._server = oauth.parse_authorization_server_metadata(body, issuer=self._issuer)
+        self._identify(True)
+
+    def _identify(self, may_refresh: bool) -> None:
+        """A client identity at this authorization server, then a token: by refresh when
+        ``may_refresh`` and there is a refresh token, else by the configured grant."""
+        server, settings = self._server, self._settings
+        if server is None:
+            self._discover()
+            return
+        if self._client is None:
+            way = oauth.choose_registration(
+                server,
+                pre_registered=settings.client_id is not None,
+                client_id_metadata_url=settings.client_metadata_url,
+            )
+            if way == "pre-registered":
+                assert settings.client_id is not None
+                self._client = oauth.RegisteredClient(
+                    client_id=settings.client_id, client_secret=settings.client_secret
+                )
+            elif way == "metadata-document":
+                assert settings.client_metadata_url is not None
+                self._client = oauth.RegisteredClient(client_id=settings.client_metadata_url)
+            elif settings.grant == "client_credentials":
+                self._register(server, ())
+                return
+            else:
+                self._prepare()  # registration needs the redirect URI: it comes first
+                return
+        if may_refresh and self._refresh_token is not None:
+            self._refresh()
+        else:
+            self._grant()
+
+    def _register(
+        self, server: oauth.AuthorizationServerMetadata, redirect_uris: tuple[str, ...]
+    ) -> None:
+        """RFC 7591 dynamic registration."""
+        assert server.registration_endpoint is not None
+        credentials = self._settings.grant == "client_credentials"
+        self._move(AuthStep.REGISTER)
+        self._start(
+            oauth.registration_request(
+                server.registration_endpoint,
+                client_name=self._settings.client_name,
+                redirect_uris=redirect_uris,
+                grant_types=("client_credentials",)
+                if credentials
+                else ("authorization_code", "refresh_token"),
+                token_endpoint_auth_method=oauth.registration_auth_method(server),
+            )
+        )
+
+    def _grant(self) -> None:
+        if self._settings.grant == "authorization_code":
+            self._prepare()
+            return
+        self._count_authorization()
+        if self._settings.private_key:
+            assert self._client is not None and self._server is not None
+            self._move(AuthStep.SIGN)
+            self._out.append(
+                SignAssertion(
+                    client_id=self._client.client_id,
+                    audience=self._server.issuer,
+                    algorithms=self._server.token_endpoint_auth_signing_alg_values_supported,
+                )
+            )
+        else:
+            self._request_token(None)
+
+    def _prepare(self) -> None:
+        """The browser step is next: only where a person may be asked."""
+        if not self._settings.interactive:
+            self._refuse(AuthorizationRequired(self._spec.name))
+            return
+        self._move(AuthStep.PREPARE)
+        self._out.append(PrepareAuthorization())
+
+    def _prepared_for(self, event: AuthorizationPrepared) -> None:
+        server = self._server
+        assert server is not None
+        if self._client is None:
+            self._prepared = event
+            self._register(server, (event.redirect_uri,))
+        else:
+            self._authorize(event)
+
+    def _authorize(self, event: AuthorizationPrepared) -> None:
+        """The authorization code flow's request (PKCE S256, state, resource)."""
+        server, client = self._server, self._client
+        assert server is not None and client is not None
+        wanted = self._challenge.scope if self._challenge is not None else None
+        scope = self._settings.scope or oauth.select_scope(
+            challenge_scope=self._scope or wanted,
+            resource_scopes=self._resource_metadata.scopes_supported
+            if self._resource_metadata is not None
+            else None,
+            server_scopes=server.scopes_supported,
+        )
+        self._scope = scope
+        self._pending = oauth.begin_authorization(
+            server,
+            client_id=client.client_id,
+            redirect_uri=event.redirect_uri,
+            resource=self._resource_value(),
+            scope=scope,
+            verifier_entropy=event.entropy[:32],
+            state_entropy=event.entropy[32:],
+        )
+        self._count_authorization()
+        self._move(AuthStep.AUTHORIZE)
+        # The user may take minutes at the browser: a handshake waiting for this token stops
+        # its connect deadline until the browser step ends (``_redeem`` starts it again).
+        for entry in self._held:
+            entry.connection.connect_deadline = None
+        self._out.append(Authorize(url=self._pending.url, state=self._pending.state))
+
+    def _redeem(self, params: Mapping[str, str]) -> None:
+        """The redirect came back: check it (state, iss) and redeem its code."""
+        pending, server = self._pending, self._server
+        assert pending is not None and server is not None
+        self._pending = None
+        self._rearm_connect_deadlines()
+        code = oauth.check_authorization_response(pending, params)
+        request = oauth.authorization_code_token_request(
+            server.token_endpoint, auth=self._client_auth(None), code=code, pending=pending
+        )
+        self._move(AuthStep.EXCHANGE)
+        self._start(request)
+
+    def _request_token(self, assertion: str | None) -> None:
+        """``client_credentials`` (RFC 6749 §4.4; SEP-1046)."""
+        server = self._server
+        assert server is not None
+        request = oauth.client_credentials_token_request(
+            server.token_endpoint,
+            auth=self._client_auth(assertion),
+            resource=self._resource_value(),
+            scope=self._settings.scope or self._scope,
+        )
+        self._move(AuthStep.EXCHANGE)
+        self._start(request)
+
+    def _refresh(self) -> None:
+        """Refresh (RFC 6749 §6) before asking the user again."""
+        server = self._server
+        assert server is not None and self._refresh_token is not None
+        request = oauth.refresh_token_request(
+            server.token_endpoint,
+            auth=self._client_auth(None),
+            refresh_token=self._refresh_token,
+            resource=self._resource_value(),
+        )
+        self._move(AuthStep.REFRESH)
+        self._start(request)
+
+    def _client_auth(self, assertion: str | None) -> oauth.ClientAuth:
+        client, server = self._client, self._server
+        assert client is not None and server is not None
+        method = oauth.choose_token_endpoint_auth_method(
+            server.token_endpoint_auth_methods_supported,
+            has_secret=client.client_secret is not None,
+            has_private_key=assertion is not None,
+            registered=client.token_endpoint_auth_method,
+        )
+        return oauth.ClientAuth(
+            client_id=client.client_id,
+            method=method,
+            client_secret=client.client_secret,
+            client_assertion=assertion,
+        )
+
+    def _resource_value(self) -> str:
+        """RFC 8707 ``resource``: the protected resource's own name for itself, once known."""
+        metadata = self._resource_metadata
+        return metadata.resource if metadata is not None else self._resource
+
+    def _on_token(self, status: int, body: bytes) -> None:
+        refreshing = self.phase is AuthPhase.REFRESHING
+        try:
+            answer = oauth.parse_token_response(status, body, requested_scope=self._scope)
+        except UnreadableAnswer:
+            raise
+        except AuthorizationFailed:
+            if not refreshing:
+                raise
+            # The refresh token is no good any more (RFC 6749 §5.2 invalid_grant, or the client
+            # was refused): forget both tokens, in the store too, and authorize from the start.
+            self._refresh_token = self._access_token = self._expires_at = None
+            self._inner.authorization = None
+            self._save()
+            self._identify(False)
+            return
+        if answer.refresh_token is not None:
+            self._refresh_token = answer.refresh_token
+        now = self._session.now
+        self._expires_at = None if answer.expires_in is None else now + answer.expires_in
+        self._granted_scope = answer.scope
+        self._asked_to_wait = None  # it answered
+        self._token(answer.access_token)
+        self._move(AuthStep.TOKEN)
+        self._save()
+        self._send_held()
+
+    def _token(self, access_token: str) -> None:
+        self._access_token = access_token
+        self._inner.authorization = f"Bearer {access_token}"
+
+    def _count_authorization(self) -> None:
+        """An authorization is made: every request waiting for it counts one more."""
+        for entry in self._held:
+            entry.authorizations += 1
+
+    def _rearm_connect_deadlines(self) -> None:
+        for entry in self._held:
+            self._rearm(entry.connection)
+
+    def _rearm(self, connection: Connection) -> None:
+        """A handshake waiting for a token has ``init_timeout`` again from now on: its
+        deadline was suspended while the user was at the browser."""
+        if connection.handshake is None and connection.connect_deadline is None:
+            connection.connect_deadline = self._session.now + self._spec.init_timeout
+
+    # --- held requests ----------------------------------------------------------------------
+
+    def _wanted(self, entry: _Held) -> bool:
+        """Whether a held request is still to be sent: its caller was not answered meanwhile
+        (a timeout, a cancel, a session the server forgot: each takes the request out of
+        ``connection.requests``), and a notification's session is still the one it was for."""
+        connection = entry.connection
+        if entry.request_id is not None:
+            return entry.request_id in connection.requests
+        return entry.epoch == connection.epoch and connection.phase not in _GONE
+
+    def _send_held(self) -> None:
+        held, self._held = self._held, []
+        self._resent = {s: e for s, e in self._resent.items() if self._wanted(e)}
+        for entry in held:
+            if not self._wanted(entry):
+                continue
+            connection = entry.connection
+            self._rearm(connection)
+            if entry.confirming:
+                self._inner.acknowledge(connection, entry.message)
+            else:
+                self._inner.send(connection, entry.message, entry.request_id)
+            if entry.refused or entry.authorizations:
+                self._resent[self._inner.last_stream] = entry
+
+    def _drop_held(self, connection: Connection, request_id: int) -> bool:
+        for entry in self._held:
+            if entry.connection is connection and entry.request_id == request_id:
+                self._held.remove(entry)
+                return True
+        return False
+
+    def _refuse(self, error: McpError) -> None:
+        """No token can be had: answer every held request, and every later one, with
+        ``error``."""
+        self._failure = error
+        self._end_flow()
+        self._move(AuthStep.REFUSE)
+        self._refuse_held()
+
+    def _refuse_held(self) -> None:
+        error = self._failure
+        assert error is not None
+        held, self._held = self._held, []
+        for entry in held:
+            self._fail_held(entry, error)
+
+    def _falter(self, error: AuthorizationUnavailable) -> None:
+        """A request of the flow failed in a way that may pass: answer every held request
+        now (a handshake fails its connect attempt, retried with backoff; caller work gets
+        ``error``) and go back to where the flow started, so the next request that needs a
+        token tries again."""
+        self._end_flow()
+        self._move(AuthStep.FALTER)
+        if self._access_token is not None:
+            self._move(AuthStep.TOKEN)
+        if error.retry_after is not None:
+            self._asked_to_wait = (self._session.now + error.retry_after, error)
+        held, self._held = self._held, []
+        for entry in held:
+            self._fail_held(entry, error, permanent=False)
+
+    def _fail_held(self, entry: _Held, error: McpError, *, permanent: bool = True) -> None:
+        """Answer one held request with ``error``: caller work loses it, the handshake fails
+        the connection (for good when ``permanent``). A request already answered, or on a
+        connection that failed meanwhile, is left alone."""
+        connection = entry.connection
+        if not self._wanted(entry):
+            return
+        if entry.handshake:
+            if isinstance(error, AuthorizationUnavailable):
+                connection.retry_after = error.retry_after
+                reason = f"authorization is unavailable: the {error.step} request to "
+                reason += f"{error.origin} {error.detail}"
+            else:
+                reason = error.message
+            failed = ConnectFailed(reason, permanent=permanent, cause=error)
+            self._session.fail(connection, failed, permanent=permanent)
+            return
+        if entry.request_id is not None:  # a notification (a cancel, an answer) is dropped
+            owner = connection.requests.pop(entry.request_id)
+            self._session.lose(connection, owner, error, entry.request_id)
+
+    # --- this layer's own requests ----------------------------------------------------------
+
+    def _start(self, request: oauth.OAuthRequest) -> None:
+        """One request of this layer's: the metadata documents are public; registration and
+        token requests and their answers hold credentials (``secret``). Its deadline is the
+        layer's ``request_timeout``, and no later than a waiting handshake's connect
+        deadline."""
+        now = self._session.now
+        deadline = min(now + self._settings.request_timeout, self._connect_bound())
+        stream = self._inner.new_stream()
+        fetch = _Fetch(self.phase, request.url, max(deadline - now, 0.0), deadline)
+        self._fetches[stream] = fetch
+        self._out.append(
+            StartHttp(
+                stream=stream,
+                method=request.method,
+                url=request.url,
+                headers=request.headers,
+                body=request.body,
+                secret=fetch.secret,
+            )
+        )
+
+    def _connect_bound(self) -> float:
+        """The earliest connect deadline of a handshake waiting for the flow (inf: none)."""
+        deadlines = [e.connection.connect_deadline for e in self._held]
+        return min((d for d in deadlines if d is not None), default=float("inf"))
+
+    def _end_flow(self) -> None:
+        """Abort this layer's requests in flight and forget the step under way."""
+        for stream in self._fetches:
+            self._out.append(AbortHttp(stream=stream))
+        self._fetches.clear()
+        self._candidates = []
+        self._transient = None
+        self._pending = self._prepared = None
+
+    def is_secret(self, event: HttpEvent | AuthEvent) -> bool:
+        """Whether ``event`` holds a credential a recording must not keep: an answer of the
+        registration or token endpoint."""
+        fetch = self._fetches.get(getattr(event, "stream", -1))
+        return fetch is not None and fetch.secret
+
+    def _on_fetch_event(self, event: HttpEvent, fetch: _Fetch) -> None:
+        if isinstance(event, HttpResponseStarted):
+            fetch.status, fetch.headers = event.status, event.headers
+            # Refused before a byte of the body is read when its length says it is too large.
+            length = (find_header(event.headers, "content-length") or "").strip()
+            if _too_large(length):
+                self._fetch_failed(fetch, f"announced {_size(length)}, over {_CAP}")
+        elif isinstance(event, HttpBodyReceived):
+            fetch.body += event.data
+            if len(fetch.body) > AUTH_MAX_BYTES:
+                self._fetch_failed(fetch, f"sent more than {_CAP}")
+        elif isinstance(event, HttpResponseEnded):
+            del self._fetches[event.stream]
+            self._answered_fetch(fetch)
+        else:  # HttpFailed
+            del self._fetches[event.stream]
+            self._fetch_failed(fetch, f"failed ({event.reason})")
+
+    def _answered_fetch(self, fetch: _Fetch) -> None:
+        """The answer to one of this layer's requests is complete: a failure that may pass
+        (HTTP 429, 5xx, a redirect, which the client does not follow: RFC 9728 §3, RFC 8414
+        §3 and RFC 6749 §3.2 name the URL to use), or the flow's next step."""
+        status = fetch.status
+        if status in (408, 429) or status >= 500 or 300 <= status < 400:
+            retry_after = parse_retry_after(find_header(fetch.headers, "retry-after"))
+            self._fetch_failed(fetch, f"answered HTTP {status}", retry_after)
+            return
+        try:
+            self._answered[fetch.phase](self, status, bytes(fetch.body))
+        except UnreadableAnswer as unreadable:
+            self._fetch_failed(fetch, f"came back unusable: {unreadable.detail}")
+        except AuthorizationFailed as refusal:
+            self._refuse(refusal)
+
+    def _fetch_failed(
+        self, fetch: _Fetch, detail: str, retry_after: float | None = None
+    ) -> None:
+        """One of this layer's requests failed in a way that may pass: aborted if still
+        followed; a metadata URL gives way to the next one, anything else falters."""
+        followed = next((s for s, f in self._fetches.items() if f is fetch), None)
+        if followed is not None:
+            del self._fetches[followed]
+            self._out.append(AbortHttp(stream=followed))
+        error = AuthorizationUnavailable(
+            origin_of(fetch.url), _STEPS[fetch.phase], detail, retry_after
+        )
+        # A metadata URL gives way to the next one, unless the server asked the client to
+        # wait (429): the next URL is on the same server, or would be asked in its place.
+        if fetch.phase in _DISCOVERING and fetch.status != 429:
+            if self._transient is None:
+                self._transient = error
+            self._guard(self._fetch_next)
+        else:
+            self._falter(error)
+
+    def _on_registered(self, status: int, body: bytes) -> None:
+        self._client = oauth.parse_registration_response(status, body)
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            self._authorize(prepared)
+        else:
+            self._grant()
+
+    _answered: Mapping[AuthPhase, Callable[..., None]] = {}  # filled in below the class
+
+    def _guard(self, step: Callable[..., None], *args: Any) -> None:
+        """Run a step of the flow; an ``AuthorizationFailed`` it raises refuses the flow."""
+        try:
+            step(*args)
+        except AuthorizationFailed as refusal:
+            self._refuse(refusal)
+
+    # --- the token, kept ---------------------------------------------------------------------
+
+    def _expired(self) -> bool:
+        expires_at = self._expires_at
+        return expires_at is not None and self._session.now >= expires_at - _EXPIRY_MARGIN
+
+    def _save(self) -> None:
+        client, issuer = self._client, self._issuer
+        assert client is not None and issuer is not None
+        self._out.append(
+            SaveAuthorization(
+                server=token_store_key(self._url),
+                authorization=StoredAuthorization(
+                    issuer=issuer,
+                    client_id=client.client_id,
+                    client_secret=client.client_secret,
+                    access_token=self._access_token,
+                    refresh_token=self._refresh_token,
+                    expires_at=self._expires_at,
+                    scope=self._granted_scope,
+                ),
+            )
+        )
+
+    def _move(self, step: AuthStep) -> None:
+        self.phase = auth_step(self.phase, step)
+
+
+Authorization._answered = {
+    AuthPhase.DISCOVERING_RESOURCE: Authorization._on_resource_metadata,
+    AuthPhase.DISCOVERING_SERVER: Authorization._on_server_metadata,
+    AuthPhase.REGISTERING: Authorization._on_registered,
+    AuthPhase.EXCHANGING: Authorization._on_token,
+    AuthPhase.REFRESHING: Authorization._on_token,
+}
+
+
+def _too_large(length: str) -> bool:
+    """Whether a ``Content-Length`` value announces more than ``AUTH_MAX_BYTES``."""
+    if not (length.isascii() and length.isdigit()):
+        return False  # absent or malformed: the bytes themselves are counted
+    return len(length) > 15 or int(length) > AUTH_MAX_BYTES
+
+
+def _size(digits: str) -> str:
+    """A ``Content-Length`` for a message: "an answer of N bytes", or of more than 10^15."""
+    return f"an answer of {int(digits) if len(digits) <= 15 else 'more than 10^15'} bytes"

@@ -1,0 +1,88 @@
+"""``OAuthSettings``: what the machine is told about its OAuth client, on its own so that
+importing ``mcp_core`` does not load the OAuth layer (``_auth/layer.py``) until a machine
+needs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .._vocabulary.urls import canonical_resource
+from .spec import Spec
+
+__all__ = ["AUTH_MAX_BYTES", "AUTH_REQUEST_TIMEOUT", "OAuthSettings", "token_store_key"]
+
+# How long one request of the authorization layer may take by default (a metadata document,
+# registration, the token endpoint), in seconds: these answer in well under a second; ten
+# leaves room for a slow identity provider and still ends a hung one long before a person
+# wonders. Never past what is left of the connect attempt (``init_timeout``).
+AUTH_REQUEST_TIMEOUT = 10.0
+# The most the authorization layer reads of one answer: metadata documents, registration and
+# token answers are a few KiB (a token answer with a large JWT, tens of KiB), far below
+# ``max_message_bytes``. Past it the request is aborted, unread.
+AUTH_MAX_BYTES = 256 * 1024
+
+
+def token_store_key(url: str) -> str:
+    """The key a login for the server at ``url`` is kept under in a ``TokenStore``: its
+    canonical URL (RFC 8707), the name ``SaveAuthorization.server`` carries. One definition for
+    the machine, the drivers loading a login and ``mcp-client logout``."""
+    return canonical_resource(url)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OAuthSettings:
+    """How this client identifies itself to authorization servers, and what it may do.
+
+    ``client_id`` (and ``client_secret``) for a pre-registered client; ``client_metadata_url``
+    for a Client ID Metadata Document; neither: RFC 7591 registration. ``grant`` is
+    ``authorization_code`` (a user in a browser) or ``client_credentials`` (a machine client,
+    with a secret or, when ``private_key`` is true, a key the driver signs assertions with).
+    ``scope`` replaces the scope selection when given. ``interactive`` false: the browser step
+    is not allowed here, a flow that needs it fails with ``AuthorizationRequired``.
+    ``request_timeout`` bounds each request of the authorization layer (metadata, registration,
+    token), and never past the connect attempt's own deadline. ``allow_insecure_http``: send a
+    bearer token to a plain ``http://`` MCP server that is not on this machine (refused
+    otherwise, RFC 6750 §5.3)."""
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    client_metadata_url: str | None = None
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    private_key: bool = False
+    scope: str | None = None
+    client_name: str = "mcp-sansio-client"
+    interactive: bool = True
+    request_timeout: float = AUTH_REQUEST_TIMEOUT
+    allow_insecure_http: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.request_timeout > 0:
+            raise ValueError("request_timeout must be a positive number of seconds")
+
+    def __repr__(self) -> str:
+        secret = None if self.client_secret is None else "[redacted]"
+        return (
+            f"OAuthSettings(client_id={self.client_id!r}, client_secret={secret!r}, "
+            f"grant={self.grant!r}, interactive={self.interactive!r})"
+        )
+
+    @classmethod
+    def from_spec(cls, spec: Spec, *, interactive: bool = True) -> OAuthSettings | None:
+        """What ``spec``'s ``oauth`` mapping says, or ``None`` when OAuth is off for it (a
+        stdio server, an ``Authorization`` header, or ``oauth: {enabled: false}``): the
+        machine's ``oauth=``. ``private_key`` is true when a ``key_file`` is set."""
+        if not spec.oauth_enabled:
+            return None
+        oauth = spec.oauth
+        return cls(
+            client_id=oauth.get("client_id"),
+            client_secret=oauth.get("client_secret"),
+            client_metadata_url=oauth.get("client_metadata_url"),
+            grant=oauth.get("grant", "authorization_code"),
+            private_key=oauth.get("key_file") is not None,
+            scope=oauth.get("scope"),
+            interactive=interactive,
+            request_timeout=float(oauth.get("timeout", AUTH_REQUEST_TIMEOUT)),
+            allow_insecure_http=oauth.get("allow_insecure_http", False),
+        )

@@ -1,0 +1,2 @@
+"""What a ``ClientGroup`` decides without I/O: the names across servers and the plan of a group.
+"""

@@ -1,0 +1,158 @@
+"""Requests from the server to the client, and the application's answers to them.
+
+A server may ask the client something: ``ping`` (answered here at once), or
+``elicitation/create``, ``sampling/createMessage`` and ``roots/list``, which reach the
+application as ``HandleServerRequest`` only when it gave a handler for them (and the client
+declared the capability); anything else gets -32601. In the 2026-07-28 era the same questions
+can come inside a result (``input_required``): the session asks the same handlers through
+``ask`` and gets the answers back from ``answered``.
+
+Bookkeeping kept here: which handle is which server request on which connection (an answer
+for a connection that is gone is dropped: it must not reach its successor), and the URL-mode
+elicitations the server may later report complete (2025-11-25).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .._transport.connection import Connection
+from .._vocabulary.actions import Action, ElicitationComplete, HandleServerRequest
+from .._wire import jsonrpc as rpc
+
+__all__ = ["ELICITATION_MODES", "HANDLED_REQUESTS", "MAX_ELICITATIONS", "ServerRequests"]
+
+# Server requests an application may answer, by the capability that announces the handler.
+HANDLED_REQUESTS: Mapping[str, str] = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+ELICITATION_MODES = frozenset({"form", "url"})
+
+# URL elicitations remembered until the server reports them complete; the oldest is forgotten
+# beyond this (a server that never completes them must not grow our memory).
+MAX_ELICITATIONS = 64
+
+
+class ServerRequests:
+    """The server's questions in flight to the application, by handle."""
+
+    def __init__(self, handlers: Iterable[str], modes: Iterable[str], out: list[Action]) -> None:
+        self.handlers = frozenset(handlers)
+        self.modes = frozenset(modes)
+        self._out = out
+        self._next_handle = 0
+        self._asked: dict[int, tuple[Connection, rpc.RequestId]] = {}  # handle -> who asked
+        self._inputs: dict[int, tuple[int, str]] = {}  # handle -> (ticket, input key)
+        # URL elicitations we were asked for and not yet told are complete (2025-11-25: the
+        # client "MUST ignore notifications referencing unknown or already-completed IDs").
+        self._elicitations: dict[str, None] = {}
+
+    def answer_for(self, request: rpc.Request) -> dict[str, Any] | None:
+        """Ask the application (``HandleServerRequest``) and return None, or return the
+        response to write at once."""
+        if request.method == "ping":
+            # Legacy basic/utilities/ping: the receiver "MUST respond promptly with an empty
+            # result".
+            return rpc.result_response(request.id, {})
+        mode = elicitation_mode(request.params)
+        if request.method == "elicitation/create" and mode not in self.modes:
+            # 2025-11-25 client/elicitation: a mode the client did not declare "MUST" get
+            # -32602 (a request without `mode` is form mode).
+            return rpc.error_response(
+                request.id,
+                rpc.INVALID_PARAMS,
+                f"this client does not take {str(mode)[:20]!r} elicitation; it declared "
+                f"{', '.join(sorted(self.modes))}",
+            )
+        if HANDLED_REQUESTS.get(request.method) not in self.handlers:
+            # No roots/sampling/elicitation handler is declared, so: method not found
+            # (the roots page of every legacy version names -32601 for this case).
+            return rpc.error_response(
+                request.id,
+                rpc.METHOD_NOT_FOUND,
+                f"Method not found: this client has no handler for {request.method}",
+            )
+        return None
+
+    def ask_application(self, connection: Connection, request: rpc.Request) -> None:
+        """Hand a request ``answer_for`` kept to the application's handler."""
+        elicitation_id = request.params.get("elicitationId")
+        if request.method == "elicitation/create" and isinstance(elicitation_id, str):
+            self.expect_completion(elicitation_id)  # a URL-mode request
+        self._asked[self._handle()] = (connection, request.id)
+        self._out.append(
+            HandleServerRequest(
+                handle=self._next_handle, method=request.method, params=request.params
+            )
+        )
+
+    def ask_input(self, ticket: int, key: str, method: str, params: Mapping[str, Any]) -> None:
+        """2026-07-28 ``input_required``: ask the handler for one input of a call."""
+        self._inputs[self._handle()] = (ticket, key)
+        self._out.append(
+            HandleServerRequest(handle=self._next_handle, method=method, params=params)
+        )
+
+    def answered(self, handle: int) -> tuple[Connection, rpc.RequestId] | tuple[int, str] | None:
+        """Whom the answer with ``handle`` is for: the connection and request id that asked,
+        the (ticket, input key) of a call's input round, or None (dropped or unknown)."""
+        found = self._inputs.pop(handle, None)
+        return found if found is not None else self._asked.pop(handle, None)
+
+    def cancelled(self, connection: Connection, request_id: object) -> None:
+        """Legacy basic/utilities/cancellation: the server gave up a request it sent us; its
+        answer "SHOULD" not be sent. The handler still runs; its answer is dropped."""
+        for handle, (asker, asked_id) in list(self._asked.items()):
+            if asker is connection and asked_id == request_id:
+                del self._asked[handle]
+
+    def forget(self, connection: Connection) -> None:
+        """The connection that asked is gone: an answer must not reach its successor."""
+        for handle in [h for h, (asker, _) in self._asked.items() if asker is connection]:
+            del self._asked[handle]
+
+    def expect_completion(self, elicitation_id: str) -> None:
+        """Remember a URL elicitation until the server reports it complete (bounded)."""
+        self._elicitations.pop(elicitation_id, None)
+        self._elicitations[elicitation_id] = None
+        if len(self._elicitations) > MAX_ELICITATIONS:
+            del self._elicitations[next(iter(self._elicitations))]
+
+    def completed(self, elicitation_id: object) -> bool:
+        """2025-11-25 client/elicitation: only an elicitation we were asked for and not yet
+        told of reaches the application (``ElicitationComplete``); the client "MUST ignore"
+        any other. False when ignored."""
+        if isinstance(elicitation_id, str) and elicitation_id in self._elicitations:
+            del self._elicitations[elicitation_id]
+            self._out.append(ElicitationComplete(elicitation_id=elicitation_id))
+            return True
+        return False
+
+    def input_problem(self, requests: Mapping[str, Any]) -> str | None:
+        """Why the ``inputRequests`` of an ``input_required`` result cannot be served."""
+        for ask in requests.values():
+            method = ask.get("method") if isinstance(ask, dict) else None
+            params = ask.get("params") if isinstance(ask, dict) else None
+            mode = elicitation_mode(params if isinstance(params, dict) else {})
+            if HANDLED_REQUESTS.get(str(method)) not in self.handlers:
+                return f"the server asked for {str(method)[:60]!r}, which was not declared"
+            if method == "elicitation/create" and mode not in self.modes:
+                # 2026-07-28: the server "MUST NOT" ask for what the request did not
+                # declare in its clientCapabilities.
+                return f"the server asked for {str(mode)[:20]!r} elicitation, not declared"
+        return None
+
+    def _handle(self) -> int:
+        self._next_handle += 1
+        return self._next_handle
+
+
+def elicitation_mode(params: Mapping[str, Any]) -> str | None:
+    """An elicitation request's mode (None if it is not a string); "Clients MUST treat
+    requests without a mode field as form mode" (2025-11-25 client/elicitation)."""
+    mode = params.get("mode", "form")
+    return mode if isinstance(mode, str) else None

@@ -1,0 +1,177 @@
+"""The state every layer of the machine shares: a piece of caller work, and a connection.
+
+A ``Connection`` is one server process (stdio) or one HTTP session: its phase (the table in
+``_vocabulary/phases.py``), the handshake it reached, and the JSON-RPC requests it has in
+flight. The transport layers keep what only they need (pipes and stop stages, streams and
+session ids) in their own per-connection records, indexed like these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .._vocabulary.errors import McpError
+from .._vocabulary.events import Event
+from .._vocabulary.phases import Phase, SessionPhase, Step, connection_step
+from .._wire import jsonrpc as rpc
+from .eras import Handshake
+
+__all__ = ["DISCOVER", "INITIALIZE", "Connection", "Requests", "Session", "Work"]
+
+# The machine's own requests a connection can have in flight next to caller work.
+DISCOVER = "server/discover"
+INITIALIZE = "initialize"
+
+
+@dataclass(slots=True, eq=False)
+class Work:
+    """One caller's request (a tools/call, a page of a list, any other request), from
+    admission to its single reply."""
+
+    ticket: int
+    method: str
+    admitted_at: float
+    timeout: float
+    deadline: float
+    name: str = ""
+    arguments: Mapping[str, Any] | None = None
+    progress: bool = False
+    reserved: bool = False  # holds a reservation not yet settled
+    meta: Mapping[str, Any] | None = None  # the caller's own _meta entries (trace context)
+    # 2026-07-28 multi round-trip requests: what the next round sends back. The containers
+    # here and below are made when first needed: one Work is built per call.
+    rounds: int = 0
+    awaiting: set[str] | None = None  # input keys the handlers still owe
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
+    sent_extra: Mapping[str, Any] | None = None  # what the last round added (cursor, inputs)
+    version_retried: bool = False  # sent again once after a -32022 naming our version
+    # 2026-07-28 HTTP: the Mcp-Param-* headers of a tools/call (x-mcp-header)
+    headers: list[tuple[str, str]] | None = None
+    slot: int | None = None  # set while it holds a place in a connection's window
+    request_id: int | None = None
+    # A list (``kind`` as in ``_results.LISTS``), page by page
+    kind: str = ""
+    items: list[Any] | None = None
+    cursors: set[str] | None = None
+    generation: int = 0  # of the list it was asked under
+    ttl: float | None = None  # the smallest ttlMs of its pages, in seconds (2026-07-28)
+    # Any other request: its params; raw: the result as received, not its model
+    params: Mapping[str, Any] | None = None
+    raw: bool = False
+    sent_at: float = 0.0  # when it was last sent (ping's round trip)
+
+
+@dataclass(slots=True, eq=False)
+class Connection:
+    """One connection as the session sees it, whatever the transport."""
+
+    index: int
+    phase: Phase = Phase.IDLE
+    # JSON-RPC request id -> the caller work it answers, or DISCOVER / INITIALIZE.
+    requests: dict[int, Work | str] = field(default_factory=dict)
+    handshake: Handshake | None = None
+    busy: int = 0  # caller work in its window (a count: admission reads it per call)
+    attempt: int = 0  # failed attempts since it was last ready (the backoff's exponent)
+    retry_at: float | None = None
+    connect_deadline: float | None = None  # the handshake must be done by then
+    probe_deadline: float | None = None  # no answer to server/discover by then: legacy
+    # Why it is stopping; the retry is armed once the transport is gone (not if permanent).
+    failure: McpError | None = None
+    failure_permanent: bool = False
+    retry_after: float | None = None  # a server's Retry-After, honoured by the next retry
+    # Which session of this connection this is: one more for each connect and each new
+    # session (HTTP 404): a message held for an earlier session is not sent on this one.
+    epoch: int = 0
+
+    @property
+    def modern(self) -> bool:
+        return self.handshake is not None and self.handshake.era == "modern"
+
+    def move(self, step: type[Event] | Step) -> None:
+        """Take ``step`` through the connection table (``UnexpectedEvent`` if not allowed)."""
+        self.phase = connection_step(self.phase, step, self.index)
+
+
+class Requests(Protocol):
+    """How the session's inner layers (caller work, the handshake) reach the wire: through
+    the session, which numbers requests and hands them to the transport."""
+
+    @property
+    def now(self) -> float: ...
+
+    def request(
+        self,
+        connection: Connection,
+        method: str,
+        params: dict[str, Any],
+        owner: Work | str,
+        meta: dict[str, Any] | None = None,
+    ) -> int:
+        """Send a request (``owner`` gets its answer); its id."""
+
+    def log(self, level: str, message: str) -> None: ...
+
+
+class Session(Protocol):
+    """What a transport layer may ask of the session above it: the transports tell it what
+    happened on a connection; it decides what that means for callers and the handshake."""
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def phase(self) -> SessionPhase: ...
+
+    @property
+    def closing(self) -> bool: ...
+
+    def transport_up(self, connection: Connection) -> None:
+        """The connection is ``OPEN``: the process runs, or there is an endpoint to POST to."""
+
+    def received(self, connection: Connection, message: rpc.Incoming) -> None:
+        """One JSON-RPC message (or an invalid one) arrived on the connection."""
+
+    def oversized(self, connection: Connection, request_id: object, size: int) -> None:
+        """A message beyond ``max_message_bytes`` was dropped; ``request_id`` as far as read."""
+
+    def unreadable(self, connection: Connection, request_id: object, excerpt: str) -> None:
+        """A message shaped like the answer to ``request_id`` could not be read (not JSON, not
+        UTF-8); ``excerpt`` is its start."""
+
+    def lose(
+        self,
+        connection: Connection,
+        owner: Work | str,
+        error: McpError,
+        request_id: int | None = None,
+    ) -> None:
+        """A request (``request_id``), already taken out of ``connection.requests``, will get
+        no answer."""
+
+    def spawn_failed(self, connection: Connection, reason: str, missing: bool) -> None:
+        """The process could not start; the connection is ``IDLE``."""
+
+    def exited(
+        self, connection: Connection, was: Phase, returncode: int | None, stderr: str
+    ) -> None:
+        """The process ended; the connection, ``was`` in that phase, is ``IDLE`` now.
+        ``stderr``: the last of what it wrote there."""
+
+    def fail(self, connection: Connection, error: McpError, *, permanent: bool = False) -> None:
+        """The connection cannot go on: answer what it affects, stop it, retry later."""
+
+    def send_initialize(self, connection: Connection) -> None:
+        """Send ``initialize``: the HTTP+SSE endpoint is known now, or (HTTP 404) the server
+        forgot the session and a new one replaces it while admitted work waits."""
+
+    def confirmed(self, connection: Connection) -> None:
+        """HTTP: the server answered (or the request for) ``notifications/initialized``."""
+
+    def gone(self, connection: Connection) -> None:
+        """The connection was ``STOPPING`` and nothing of it is left to wait for."""
+
+    def log(self, level: str, message: str) -> None:
+        """A line for the client's logger."""

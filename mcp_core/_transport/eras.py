@@ -1,0 +1,141 @@
+"""Protocol versions, the legacy handshake and the modern per-request metadata (MCP
+2025-11-25 basic/lifecycle, 2026-07-28 basic/versioning).
+
+Legacy versions (2024-11-05 .. 2025-11-25) open with ``initialize`` then
+``notifications/initialized``. The modern version 2026-07-28 has no handshake: "every client
+request" carries ``_meta`` with ``io.modelcontextprotocol/protocolVersion`` and
+``io.modelcontextprotocol/clientCapabilities`` (2026-07-28 basic/index §_meta).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._vocabulary.errors import InvalidResponse, UnsupportedVersion
+
+__all__ = [
+    "CLIENT_INFO",
+    "LATEST_LEGACY",
+    "LEGACY_VERSIONS",
+    "LOG_LEVEL_META",
+    "MODERN_VERSION",
+    "SUBSCRIPTION_META",
+    "Handshake",
+    "client_capabilities",
+    "discover_params",
+    "initialize_params",
+    "modern_meta",
+    "parse_discover_result",
+    "parse_initialize_result",
+]
+
+LEGACY_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+# "the client SHOULD send the latest version it supports" (2025-11-25 basic/lifecycle).
+LATEST_LEGACY = LEGACY_VERSIONS[-1]
+MODERN_VERSION = "2026-07-28"
+CLIENT_INFO: Mapping[str, str] = {"name": "mcp-sansio-client", "version": "0.1.0"}
+
+_META = "io.modelcontextprotocol/"
+# 2026-07-28 basic/index §_meta: a request opts in to notifications/message at this level.
+LOG_LEVEL_META = _META + "logLevel"
+# 2026-07-28 basic/patterns/subscriptions: every notification of a listen stream carries it.
+SUBSCRIPTION_META = _META + "subscriptionId"
+
+
+@dataclass(frozen=True, slots=True)
+class Handshake:
+    """What the server told us about itself when the session became ready."""
+
+    era: str
+    protocol_version: str
+    server_info: Mapping[str, Any] | None
+    capabilities: Mapping[str, Any]
+    instructions: str | None = None
+    # False when the server was not asked (era='modern' goes straight to work, no
+    # server/discover): then ``capabilities`` is empty and nothing is refused for its sake.
+    known: bool = True
+
+
+def client_capabilities(
+    handlers: Iterable[str], elicitation_modes: Iterable[str] = ("form",)
+) -> dict[str, Any]:
+    """Declare exactly the features the application gave a handler for: a capability we
+    declare is one the server may use (2025-06-18 basic/lifecycle: "only use negotiated
+    capabilities"). ``elicitation: {}`` means form mode only (2025-11-25 client/elicitation:
+    "an empty capabilities object is equivalent to declaring support for form mode only"), so
+    it is what a form-only handler declares, the shape every legacy version understands; any
+    other set of modes is named, e.g. ``{"form": {}, "url": {}}``."""
+    capabilities: dict[str, Any] = {name: {} for name in sorted(handlers)}
+    modes = sorted(set(elicitation_modes))
+    if "elicitation" in capabilities and modes != ["form"]:
+        capabilities["elicitation"] = {mode: {} for mode in modes}
+    return capabilities
+
+
+def initialize_params(capabilities: Mapping[str, Any]) -> dict[str, Any]:
+    """A roots handler also declares ``listChanged``: the client sends
+    ``notifications/roots/list_changed`` when told its roots changed (``RootsChanged``). The
+    2026-07-28 ``roots`` capability has no such flag (and no such notification)."""
+    declared = dict(capabilities)
+    if "roots" in declared:
+        declared["roots"] = {"listChanged": True}
+    return {
+        "protocolVersion": LATEST_LEGACY,
+        "capabilities": declared,
+        "clientInfo": dict(CLIENT_INFO),
+    }
+
+
+def modern_meta(capabilities: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``_meta`` keys 2026-07-28 requires on every request (clientInfo is a SHOULD)."""
+    return {
+        _META + "protocolVersion": MODERN_VERSION,
+        _META + "clientCapabilities": dict(capabilities),
+        _META + "clientInfo": dict(CLIENT_INFO),
+    }
+
+
+def discover_params(capabilities: Mapping[str, Any]) -> dict[str, Any]:
+    return {"_meta": modern_meta(capabilities)}
+
+
+def parse_initialize_result(result: Mapping[str, Any]) -> Handshake:
+    """Raises ``UnsupportedVersion`` for a version we do not speak: the 2025-11-25 schema says
+    the client "MUST disconnect" then: a version we do not speak is never accepted silently."""
+    version = result.get("protocolVersion")
+    if not isinstance(version, str):
+        raise InvalidResponse("initialize", "protocolVersion is missing or not a string")
+    if version not in LEGACY_VERSIONS:
+        raise UnsupportedVersion(version, LEGACY_VERSIONS)
+    capabilities = result.get("capabilities")
+    info = result.get("serverInfo")
+    instructions = result.get("instructions")
+    return Handshake(
+        era="legacy",
+        protocol_version=version,
+        server_info=info if isinstance(info, dict) else None,
+        capabilities=capabilities if isinstance(capabilities, dict) else {},
+        instructions=instructions if isinstance(instructions, str) else None,
+    )
+
+
+def parse_discover_result(result: Mapping[str, Any]) -> Handshake | None:
+    """A ``DiscoverResult`` naming our modern version makes the server modern; anything else
+    (not a DiscoverResult, or no common version) is ``None``: fall back to ``initialize``
+    (2026-07-28 transports/stdio §Backward Compatibility)."""
+    versions = result.get("supportedVersions")
+    if not isinstance(versions, list) or MODERN_VERSION not in versions:
+        return None
+    meta = result.get("_meta")
+    info = meta.get(_META + "serverInfo") if isinstance(meta, dict) else None
+    capabilities = result.get("capabilities")
+    instructions = result.get("instructions")
+    return Handshake(
+        era="modern",
+        protocol_version=MODERN_VERSION,
+        server_info=info if isinstance(info, dict) else None,
+        capabilities=capabilities if isinstance(capabilities, dict) else {},
+        instructions=instructions if isinstance(instructions, str) else None,
+    )
