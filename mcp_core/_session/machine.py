@@ -84,6 +84,7 @@ from .._vocabulary.errors import (
     UnexpectedEvent,
 )
 from .._vocabulary.events import (
+    DRIVER_REPORTS,
     AssertionSigned,
     AuthorizationAbandoned,
     AuthorizationPrepared,
@@ -115,7 +116,15 @@ from .._vocabulary.events import (
     WriteFailed,
 )
 from .._vocabulary.models import Status
-from .._vocabulary.phases import SESSION_TABLE, Phase, SessionPhase, Step, session_step
+from .._vocabulary.phases import (
+    ESTABLISHED,
+    HANDSHAKING,
+    Phase,
+    SessionPhase,
+    SessionStep,
+    Step,
+    session_step,
+)
 from .._vocabulary.tokens import StoredAuthorization
 from .._wire import jsonrpc as rpc
 from .._wire.json import unsendable
@@ -152,8 +161,6 @@ _LOG_LEVELS = {
     "emergency": "CRITICAL",
 }
 
-_ESTABLISHED = (Phase.READY, Phase.REINITIALIZING)  # work may be admitted
-_HANDSHAKING = (Phase.PROBING, Phase.INITIALIZING, Phase.CONFIRMING, Phase.REINITIALIZING)
 
 
 class SessionMachine:
@@ -267,6 +274,7 @@ class SessionMachine:
         transport = self._transport.handle
         self._route: dict[type[Event], Callable[[Any], None]] = {
             CallTool: self._calls.call_tool,
+            Connect: self._on_connect,
             StdoutReceived: transport,
             **dict.fromkeys(
                 (ProcessSpawned, SpawnFailed, StdoutClosed, StderrReceived, ProcessExited),
@@ -318,14 +326,11 @@ class SessionMachine:
         ``UnexpectedEvent`` (nothing changed) for an event the transition tables do not allow
         in the current phase: a driver bug, never a server's doing."""
         kind = type(event)
-        phase = SESSION_TABLE.get((self._phase, kind))
-        if phase is None:
-            session_step(self._phase, event)  # raises UnexpectedEvent, naming both
+        route = self._route.get(kind)
+        if route is None or (self._phase is SessionPhase.NEW and kind in DRIVER_REPORTS):
+            raise UnexpectedEvent(self._phase.name, kind.__name__)
         self.now = event.now
-        if kind is Connect:
-            self._on_connect(phase)  # type: ignore[arg-type]
-        else:
-            self._route[kind](event)
+        route(event)
         out = self._out
         if not out:
             return []
@@ -349,7 +354,7 @@ class SessionMachine:
             for t in (
                 connection.retry_at,
                 connection.probe_deadline,
-                connection.connect_deadline if connection.phase in _HANDSHAKING else None,
+                connection.connect_deadline if connection.phase in HANDSHAKING else None,
             ):
                 if t is not None and (best is None or t < best):
                     best = t
@@ -383,7 +388,7 @@ class SessionMachine:
         phases = {connection.phase for connection in self._connections}
         if Phase.READY in phases:
             return "ready"
-        if phases.intersection(_HANDSHAKING):
+        if phases.intersection(HANDSHAKING):
             return "initializing"
         if Phase.SPAWNING in phases or Phase.OPEN in phases:
             return "starting"
@@ -440,12 +445,12 @@ class SessionMachine:
 
     # --- caller events -------------------------------------------------------------------
 
-    def _on_connect(self, phase: SessionPhase) -> None:
-        if self._phase in (SessionPhase.RUNNING, SessionPhase.CLOSING):
+    def _on_connect(self, event: Connect) -> None:
+        was, self._phase = self._phase, session_step(self._phase, Connect)
+        if was in (SessionPhase.RUNNING, SessionPhase.CLOSING):
             # Already running: ignored; still stopping: a restart waits for the stop to end.
             self.log("DEBUG", "Connect while started or still stopping: ignored")
             return
-        self._phase = phase
         self._permanent = self._connect_error = None
         for connection in self._connections:  # all IDLE: never started, or stopped
             self._connect(connection)
@@ -477,13 +482,13 @@ class SessionMachine:
         self._calls.cancel(tickets)
 
     def _on_close(self, event: Close) -> None:
-        if self._phase is not SessionPhase.RUNNING:
-            if self._phase is SessionPhase.CLOSING:
+        was, self._phase = self._phase, session_step(self._phase, Close)
+        if was is not SessionPhase.RUNNING:
+            if was is SessionPhase.CLOSING:
                 self._close_tickets.append(event.ticket)
             else:
                 self._reply(event.ticket, None)  # nothing to stop
             return
-        self._phase = SessionPhase.CLOSING
         self._close_tickets.append(event.ticket)
         self._close_deadline = self.now + 3 * self.spec.shutdown_grace + CLOSE_MARGIN
         stopped = NotReady("closed", "the client was stopped before this request finished")
@@ -561,7 +566,7 @@ class SessionMachine:
         if connection.probe_deadline is not None and connection.probe_deadline <= now:
             self._opening.probe_expired(connection)
         if (
-            connection.phase in _HANDSHAKING
+            connection.phase in HANDSHAKING
             and connection.connect_deadline is not None
             and connection.connect_deadline <= now
         ):
@@ -688,7 +693,7 @@ class SessionMachine:
         """The connection failed (it ``was`` in that phase; default: the one it is in):
         answer what it affects, stop its transport, and arm the retry once that is gone
         (nothing is armed for a permanent failure)."""
-        was_ready = (was or connection.phase) in _ESTABLISHED
+        was_ready = (was or connection.phase) in ESTABLISHED
         if connection.phase is not Phase.IDLE:  # IDLE: the process is gone already
             connection.move(Step.FAIL)
         connection.handshake = None
@@ -782,7 +787,7 @@ class SessionMachine:
 
     def _check_closed(self) -> None:
         if self.closing and all(c.phase is Phase.IDLE for c in self._connections):
-            self._phase = SessionPhase.CLOSED
+            self._phase = session_step(self._phase, SessionStep.STOPPED)
             self._answer_close()
 
     def _answer_close(self) -> None:
@@ -854,7 +859,7 @@ class SessionMachine:
         if self._permanent is not None:
             return self._permanent
         for connection in self._connections:  # re-established: work waits for its session
-            if connection.phase in _ESTABLISHED:
+            if connection.phase in ESTABLISHED:
                 return None
         return self._connect_error or NotReady(self.state)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "DRIVER_REPORTS",
     "AssertionSigned",
     "AuthorizationAbandoned",
     "AuthorizationPrepared",
@@ -418,3 +419,28 @@ class AssertionSigned(Event):
     """The answer to ``SignAssertion``: the signed JWT (RFC 7523). Recordings do not keep it."""
 
     assertion: str
+
+
+# What a driver reports about what the machine asked of it: a process, an HTTP request, the
+# browser step, a signature. Before the first ``Connect`` nothing was asked, so the machine
+# refuses these then (``UnexpectedEvent``); the caller's events and ``TimerFired`` are never
+# refused.
+DRIVER_REPORTS: frozenset[type[Event]] = frozenset(
+    {
+        ProcessSpawned,
+        SpawnFailed,
+        StdoutReceived,
+        StdoutClosed,
+        StderrReceived,
+        ProcessExited,
+        WriteFailed,
+        HttpResponseStarted,
+        HttpBodyReceived,
+        HttpResponseEnded,
+        HttpFailed,
+        AuthorizationPrepared,
+        AuthorizationRedirected,
+        AuthorizationAbandoned,
+        AssertionSigned,
+    }
+)

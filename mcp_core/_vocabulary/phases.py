@@ -1,26 +1,33 @@
-"""The transition tables: every phase a session and its connections can be in, and what moves
-them. Everything that changes a phase goes through ``session_step``, ``connection_step`` or
-``stop_step`` below, so these tables are the whole truth about "in this phase, this leads
-there" (h11's ``_state.py`` is the model). ``docs/states.md`` is drawn from them by
-``scripts/draw_states.py`` and a test keeps it in sync.
+"""The transition tables: every phase a session, its connections, a stopping process and the
+authorization layer can be in, and what moves them. Every phase change goes through
+``session_step``, ``connection_step``, ``stop_step`` or ``auth_step`` below (a test reads the
+core's source and fails on any other assignment to a phase), so these tables are the whole
+truth about "in this phase, this leads there" (h11's ``_state.py`` is the model). A table
+lists the moves that exist, not every event a phase lets by. ``docs/states.md`` is drawn from
+them by ``scripts/draw_states.py`` and a test keeps it in sync.
 
-Three tables:
+Four tables:
 
-- ``SESSION_TABLE``: the client as a whole, keyed by the public event types a driver feeds.
-  A session is ``NEW`` until ``Connect``, ``RUNNING`` until ``Close``, ``CLOSING`` until every
-  connection is ``IDLE`` (then ``CLOSED``, from which ``Connect`` starts it again). Process and
-  HTTP events are refused in ``NEW``: nothing was asked of the driver yet.
+- ``SESSION_TABLE``: the client as a whole. A session is ``NEW`` until ``Connect``,
+  ``RUNNING`` until ``Close``, ``CLOSING`` until every connection is ``IDLE``
+  (``SessionStep.STOPPED``: then ``CLOSED``, from which ``Connect`` starts it again). Every
+  other event keeps the phase; the driver's reports (``events.DRIVER_REPORTS``) are refused in
+  ``NEW``: nothing was asked of the driver yet.
 - ``CONNECTION_TABLE``: one connection ("slot": a server process, or an HTTP session), keyed by
   the three process events that move it and by the named ``Step`` values the layers take
   (``Step.PROBE`` is "server/discover was sent", and so on). Events that move no connection
   (stdout and stderr bytes, write failures, HTTP bodies, caller requests) are not in it.
 - ``STOP_TABLE``: the shutdown of one server process (MCP 2025-11-25 basic/lifecycle §Shutdown):
   close stdin, SIGTERM, SIGKILL, each after ``shutdown_grace`` seconds, then give up.
+- ``AUTH_TABLE``: the authorization layer (OAuth, HTTP only): discovery, registration, the
+  grant, the token, and what a failure does.
 
-A pair missing from a table raises ``UnexpectedEvent`` naming the phase and the event: from
-``handle()`` when a driver feeds an event the machine did not ask for (``ProcessSpawned`` for
-a slot that is not spawning), and from inside the machine if a layer ever tried a step its
-phase does not allow (a bug the stateful tests look for).
+An event the session's rules refuse, or a connection move missing from its table, raises
+``UnexpectedEvent`` naming the phase and the event: from ``handle()`` when a driver feeds an
+event the machine did not ask for (``ProcessSpawned`` for a slot that is not spawning), and
+from inside the machine if a layer ever tried a step its phase does not allow (a bug the
+stateful tests look for). The session, stop and authorization steps are taken only where their
+own state allows them, so a missing pair there is a ``KeyError``: a bug in the core.
 """
 
 from __future__ import annotations
@@ -29,47 +36,21 @@ import enum
 from collections.abc import Mapping
 
 from .errors import UnexpectedEvent
-from .events import (
-    AssertionSigned,
-    AuthorizationAbandoned,
-    AuthorizationPrepared,
-    AuthorizationRedirected,
-    AwaitReady,
-    CallTool,
-    CancelCall,
-    Close,
-    Connect,
-    Event,
-    HttpBodyReceived,
-    HttpFailed,
-    HttpResponseEnded,
-    HttpResponseStarted,
-    ListItems,
-    ListTools,
-    ProcessExited,
-    ProcessSpawned,
-    Request,
-    RootsChanged,
-    ServerRequestAnswered,
-    SpawnFailed,
-    StderrReceived,
-    StdoutClosed,
-    StdoutReceived,
-    Subscribe,
-    TimerFired,
-    Unsubscribe,
-    WriteFailed,
-)
+from .events import Close, Connect, Event, ProcessExited, ProcessSpawned, SpawnFailed, TimerFired
 
 __all__ = [
     "AUTH_TABLE",
     "CONNECTION_TABLE",
+    "ESTABLISHED",
+    "FIRST_HANDSHAKE",
+    "HANDSHAKING",
     "SESSION_TABLE",
     "STOP_TABLE",
     "AuthPhase",
     "AuthStep",
     "Phase",
     "SessionPhase",
+    "SessionStep",
     "Step",
     "StopStage",
     "auth_step",
@@ -145,69 +126,45 @@ class StopStage(enum.Enum):
 
 # --- the session -------------------------------------------------------------------------------
 
-_CALLER = (
-    AwaitReady,
-    ListTools,
-    ListItems,
-    CallTool,
-    Request,
-    Subscribe,
-    Unsubscribe,
-    RootsChanged,
-    CancelCall,
-    ServerRequestAnswered,
-    TimerFired,
-)
-_TRANSPORT = (
-    ProcessSpawned,
-    SpawnFailed,
-    StdoutReceived,
-    StdoutClosed,
-    StderrReceived,
-    ProcessExited,
-    WriteFailed,
-    HttpResponseStarted,
-    HttpBodyReceived,
-    HttpResponseEnded,
-    HttpFailed,
-    AuthorizationPrepared,
-    AuthorizationRedirected,
-    AuthorizationAbandoned,
-    AssertionSigned,
-)
+class SessionStep(enum.Enum):
+    """What the machine learns that moves the session without an event of its own."""
 
-SESSION_TABLE: Mapping[tuple[SessionPhase, type[Event]], SessionPhase] = {
+    __hash__ = object.__hash__  # see _IDENTITY_HASH
+
+    STOPPED = "every connection idle"
+
+
+# Only ``Connect``, ``Close`` and the end of a stop are in the table: every other event keeps
+# the session's phase (the caller's work is answered as the phase allows), and the driver's
+# reports (``events.DRIVER_REPORTS``) are refused in NEW, when nothing was asked of it yet.
+SESSION_TABLE: Mapping[tuple[SessionPhase, type[Event] | SessionStep], SessionPhase] = {
     (SessionPhase.NEW, Connect): SessionPhase.RUNNING,
     (SessionPhase.NEW, Close): SessionPhase.NEW,  # answered at once: nothing to stop
-    **{(SessionPhase.NEW, kind): SessionPhase.NEW for kind in _CALLER},
     (SessionPhase.RUNNING, Connect): SessionPhase.RUNNING,  # already running: ignored
     (SessionPhase.RUNNING, Close): SessionPhase.CLOSING,
-    **{(SessionPhase.RUNNING, kind): SessionPhase.RUNNING for kind in _CALLER + _TRANSPORT},
     (SessionPhase.CLOSING, Connect): SessionPhase.CLOSING,  # a restart waits for the stop
     (SessionPhase.CLOSING, Close): SessionPhase.CLOSING,  # answered when the stop ends
-    **{(SessionPhase.CLOSING, kind): SessionPhase.CLOSING for kind in _CALLER + _TRANSPORT},
+    (SessionPhase.CLOSING, SessionStep.STOPPED): SessionPhase.CLOSED,
     (SessionPhase.CLOSED, Connect): SessionPhase.RUNNING,  # a restart
     (SessionPhase.CLOSED, Close): SessionPhase.CLOSED,  # answered at once
-    **{(SessionPhase.CLOSED, kind): SessionPhase.CLOSED for kind in _CALLER + _TRANSPORT},
 }
-# And one transition no event triggers: CLOSING becomes CLOSED once every connection is IDLE
-# (the machine checks after each event that can end a connection).
 
 
-def session_step(phase: SessionPhase, event: Event) -> SessionPhase:
-    """The session's next phase; ``UnexpectedEvent`` for an event the table does not allow
-    there (a process or HTTP event before ``Connect``, or something that is no event)."""
-    try:
-        return SESSION_TABLE[phase, type(event)]
-    except KeyError:
-        raise UnexpectedEvent(phase.name, type(event).__name__) from None
+def session_step(phase: SessionPhase, step: type[Event] | SessionStep) -> SessionPhase:
+    """The session's next phase. The machine takes only steps its own state allows, so a
+    missing pair is a bug there (``KeyError``)."""
+    return SESSION_TABLE[phase, step]
 
 
 # --- one connection ----------------------------------------------------------------------------
 
-_HANDSHAKING = (Phase.PROBING, Phase.INITIALIZING, Phase.CONFIRMING)
-_ESTABLISHED = (Phase.READY, Phase.REINITIALIZING)
-_PROCESS_RUNS = (Phase.OPEN, *_HANDSHAKING, *_ESTABLISHED, Phase.STOPPING)
+# The phases of a connection's first handshake, and those of an established session (which
+# may be renewing itself: REINITIALIZING). A handshake is under way, with its connect deadline
+# running, in any phase of FIRST_HANDSHAKE or in REINITIALIZING: that is HANDSHAKING.
+FIRST_HANDSHAKE = (Phase.PROBING, Phase.INITIALIZING, Phase.CONFIRMING)
+ESTABLISHED = (Phase.READY, Phase.REINITIALIZING)
+HANDSHAKING = (*FIRST_HANDSHAKE, Phase.REINITIALIZING)
+_PROCESS_RUNS = (Phase.OPEN, *FIRST_HANDSHAKE, *ESTABLISHED, Phase.STOPPING)
 
 CONNECTION_TABLE: Mapping[tuple[Phase, type[Event] | Step], Phase] = {
     # Opening: a process to spawn (stdio), or nothing to wait for (HTTP).
@@ -232,7 +189,7 @@ CONNECTION_TABLE: Mapping[tuple[Phase, type[Event] | Step], Phase] = {
     (Phase.REINITIALIZING, Step.CONFIRM): Phase.REINITIALIZING,
     (Phase.REINITIALIZING, Step.READY): Phase.READY,
     # Failure: stop what still runs (STOPPING), or nothing runs any more (IDLE).
-    **{(phase, Step.FAIL): Phase.STOPPING for phase in (Phase.OPEN, *_HANDSHAKING, *_ESTABLISHED)},
+    **{(phase, Step.FAIL): Phase.STOPPING for phase in (Phase.OPEN, *HANDSHAKING, Phase.READY)},
     **{(phase, ProcessExited): Phase.IDLE for phase in _PROCESS_RUNS},
     (Phase.STOPPING, Step.GONE): Phase.IDLE,
     # Close: every connection stops; one still spawning stops once it runs (OPEN).
@@ -368,33 +325,32 @@ def auth_step(phase: AuthPhase, step: AuthStep) -> AuthPhase:
 # --- drawing -----------------------------------------------------------------------------------
 
 
-def _name(step: type[Event] | Step) -> str:
+def _name(step: type[Event] | Step | SessionStep) -> str:
     return f"`{step.__name__}`" if isinstance(step, type) else step.value
 
 
 def render_tables() -> str:
-    """The three tables as Markdown (``docs/states.md``)."""
+    """The four tables as Markdown (``docs/states.md``)."""
     lines = [
         "# State tables",
         "",
         "Drawn from `mcp_core/_vocabulary/phases.py` by `python scripts/draw_states.py`;",
-        "a test fails when this file and the code disagree. Any pair not listed raises",
+        "a test fails when this file and the code disagree. Every phase change of the core",
+        "is one of these rows, and a row is a move that exists: an event that moves nothing",
+        "is not listed. A driver event a connection's table does not allow raises",
         "`UnexpectedEvent` naming the phase and the event.",
         "",
         "## Session",
         "",
-        "Every caller event (`AwaitReady`, `ListTools`, `ListItems`, `CallTool`, `Request`,",
-        "`Subscribe`, `Unsubscribe`, `RootsChanged`, `CancelCall`, `ServerRequestAnswered`,",
-        "`TimerFired`) keeps the phase it arrives in. Process and HTTP",
-        "events keep it too, except in NEW, where they are refused. CLOSING becomes CLOSED once",
-        "every connection is idle.",
+        "Only `Connect`, `Close` and the end of a stop move the session; every other event",
+        "keeps the phase it arrives in. The driver's reports (process, HTTP, browser step and",
+        "signing events) are refused in NEW: nothing was asked of the driver yet.",
         "",
-        "| phase | event | next phase |",
+        "| phase | event or step | next phase |",
         "|---|---|---|",
     ]
-    for (phase, kind), after in SESSION_TABLE.items():
-        if kind in (Connect, Close):
-            lines.append(f"| {phase.name} | `{kind.__name__}` | {after.name} |")
+    for (phase, step), after in SESSION_TABLE.items():
+        lines.append(f"| {phase.name} | {_name(step)} | {after.name} |")
     lines += [
         "",
         "## Connection",

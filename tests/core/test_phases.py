@@ -3,16 +3,21 @@ table does not allow (a driver feeding what the machine never asked for)."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 import mcp_core as core
 from mcp_core.states import (
+    AUTH_TABLE,
     CONNECTION_TABLE,
     SESSION_TABLE,
+    AuthPhase,
+    AuthStep,
     Phase,
     SessionPhase,
+    SessionStep,
     Step,
     render_tables,
 )
@@ -28,6 +33,9 @@ def test_docs_states_md_is_drawn_from_the_tables() -> None:
 
 def test_every_phase_and_step_appears_in_the_tables() -> None:
     assert {phase for phase, _ in SESSION_TABLE} == set(SessionPhase)
+    assert {step for _, step in SESSION_TABLE} == {core.Connect, core.Close, *SessionStep}
+    assert {phase for phase, _ in AUTH_TABLE} == set(AuthPhase)
+    assert {step for _, step in AUTH_TABLE} == set(AuthStep)
     assert {phase for phase, _ in CONNECTION_TABLE} == set(Phase)
     steps = {step for _, step in CONNECTION_TABLE}
     assert set(Step) - steps == {Step.SHUT_DOWN}  # the stop table's own step
@@ -87,3 +95,72 @@ def test_close_is_answered_by_its_deadline_even_if_a_spawn_never_reports() -> No
     assert h.of(core.CloseStdin)
     h.exited(0)
     assert h.machine.phase is SessionPhase.CLOSED and h.machine.phases == (Phase.IDLE,)
+
+
+# The attributes that hold a phase: the session's, a connection's, the authorization layer's
+# (``phase``, ``_phase``) and a stopping process's stage (``stop``).
+_PHASE_ATTRIBUTES = {"phase", "_phase", "stop"}
+_TABLE_STEPS = {"session_step", "connection_step", "stop_step", "auth_step"}
+CORE = Path(core.__file__).resolve().parent
+
+
+def _assignments(node: ast.AST) -> list[tuple[ast.expr, ast.expr | None]]:
+    """(target, value) pairs of an assignment, tuples paired element by element."""
+    if isinstance(node, ast.Assign):
+        pairs: list[tuple[ast.expr, ast.expr | None]] = []
+        for target in node.targets:
+            if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                pairs += zip(target.elts, node.value.elts, strict=True)
+            elif isinstance(target, ast.Tuple):
+                pairs += [(element, None) for element in target.elts]
+            else:
+                pairs.append((target, node.value))
+        return pairs
+    if isinstance(node, ast.AnnAssign | ast.AugAssign):
+        return [(node.target, node.value)]
+    return []
+
+
+def _phase_changes_outside_the_tables(source: str, name: str) -> list[str]:
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, ast.FunctionDef) or function.name == "__init__":
+            continue  # a phase's first value is set where its holder is made
+        for node in ast.walk(function):
+            for target, value in _assignments(node):
+                if not (isinstance(target, ast.Attribute) and target.attr in _PHASE_ATTRIBUTES):
+                    continue
+                stepped = (
+                    isinstance(value, ast.Call)
+                    and isinstance(value.func, ast.Name)
+                    and value.func.id in _TABLE_STEPS
+                )
+                if not stepped:
+                    found.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+    return found
+
+
+def test_every_phase_change_is_a_table_step() -> None:
+    # A phase assigned anywhere but from session_step/connection_step/stop_step/auth_step would
+    # be a move the tables (and docs/states.md) do not show.
+    found = []
+    for path in sorted(CORE.rglob("*.py")):
+        found += _phase_changes_outside_the_tables(path.read_text(), str(path.relative_to(CORE)))
+    assert found == []
+
+
+def test_the_check_sees_a_phase_set_directly() -> None:
+    source = """
+class Machine:
+    def __init__(self):
+        self._phase = SessionPhase.NEW
+    def close(self):
+        was, self._phase = self._phase, SessionPhase.CLOSING
+    def stopped(self, pipe):
+        pipe.stop = stop_step(pipe.stop, TimerFired)
+        pipe.stop = StopStage.NONE
+"""
+    assert _phase_changes_outside_the_tables(source, "m.py") == [
+        "m.py:6 was, self._phase = (self._phase, SessionPhase.CLOSING)",
+        "m.py:9 pipe.stop = StopStage.NONE",
+    ]

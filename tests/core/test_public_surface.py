@@ -177,6 +177,7 @@ SUBMODULES = {
         "AuthStep",
         "Phase",
         "SessionPhase",
+        "SessionStep",
         "Step",
         "StopStage",
         "render_tables",
