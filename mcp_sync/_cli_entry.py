@@ -1,4 +1,4 @@
-"""The ``mcp-client`` console script: the command itself (``_cli.py``) needs the ``cli`` extra
+"""The ``mcp-client`` console script: the command itself (``_cli/``) needs the ``cli`` extra
 (click for options and usage errors, rich for tables and progress). A plain ``pip install``
 leaves them out, so this checks for them first and, when they cannot be imported, says which
 extra to install (one line on stderr, exit code 2) instead of a traceback.
@@ -13,8 +13,8 @@ __all__ = ["EXTRA_MISSING", "main"]
 
 EXTRA_MISSING = "mcp-client needs its optional dependencies: pip install 'mcp-sansio-client[cli]'"
 
-# The command's "bad input" code (EXIT_BAD_INPUT in _cli.py), not imported from there: that
-# module is what cannot be imported here.
+# The command's "bad input" code (EXIT_BAD_INPUT in _cli/errors.py), not imported from there:
+# that package is what cannot be imported here.
 _EXIT_BAD_INPUT = 2
 
 

@@ -4,6 +4,7 @@ meta-path finder that refuses to import them, so the test runs in the dev enviro
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tomllib
@@ -67,3 +68,18 @@ def test_with_the_extra_the_command_runs() -> None:
 def test_the_console_script_is_the_guarded_entry_point() -> None:
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
     assert project["project"]["scripts"]["mcp-client"] == "mcp_sync._cli_entry:main"
+
+
+def test_importing_mcp_sync_loads_nothing_of_the_command() -> None:
+    """The command is loaded by its entry point only: a program that imports the library
+    loads neither the command's package nor click and rich (installed here, with dev)."""
+    code = "import json, sys; import mcp_sync; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout)
+    assert "mcp_sync._client" in loaded  # the check sees what it should
+    parts = [module.split(".") for module in loaded]
+    assert [p for p in parts if p[0] in ("click", "rich") or p[:2] == ["mcp_sync", "_cli"]] == []
+    assert "mcp_sync._cli_entry" not in loaded

@@ -15,7 +15,7 @@ import pytest
 
 import _mcp_io.redirect
 import mcp_core as core
-import mcp_sync._cli
+import mcp_sync._cli.logins
 from tests.drivers.facade import Facade
 from tests.drivers.test_oauth_drivers import follow, get
 from tests.servers.http_oauth_server import OAuthServer
@@ -99,11 +99,11 @@ def test_the_login_command_s_listener_waits_past_a_stray_request(
 ) -> None:
     """``mcp-client login`` runs its own listener (an ``authorize=`` callback, which gets the
     URL only): it waits for the state that URL sends."""
-    step = mcp_sync._cli._LoginStep(0)
+    step = mcp_sync._cli.logins._LoginStep(0)
     state = "the-state-of-this-login"
     url = f"https://auth.example.com/authorize?{urlencode({'state': state, 'x': '1'})}"
     browser = StrayThenBrowser(real=f"{step.redirect_uri}?code=real&state={state}")
-    monkeypatch.setattr(mcp_sync._cli, "open_browser", browser)
+    monkeypatch.setattr(mcp_sync._cli.logins, "open_browser", browser)
     try:
         params = step(f"{url}&{urlencode({'redirect_uri': step.redirect_uri})}")
     finally:
