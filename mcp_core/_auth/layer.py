@@ -84,6 +84,7 @@ from .._vocabulary.errors import (
     McpError,
 )
 from .._vocabulary.events import (
+    HTTP_EVENTS,
     AssertionSigned,
     AuthorizationAbandoned,
     AuthorizationPrepared,
@@ -163,7 +164,10 @@ class _Fetch:
 
 
 class Authorization:
-    """OAuth for one session, around its HTTP transport; see the module docstring."""
+    """OAuth for one session, around its HTTP transport and with the same calls (an
+    ``SseTransport``); see the module docstring."""
+
+    events = HTTP_EVENTS
 
     def __init__(
         self,

@@ -10,28 +10,23 @@ arrives as ``now`` on every event, and the one timer a driver keeps is re-armed 
 always yields the same actions, which is what makes recorded sessions replayable.
 
 Layers. The machine is small machines stacked the way aioquic splits a connection; each file
-holds one and reads top to bottom:
+holds one and reads top to bottom (``docs/architecture.md`` draws the packages they live in):
 
-- ``_vocabulary/phases.py``: the transition tables. Every phase change of the session, of a
-  connection and of a process being stopped goes through them; a move they do not list raises
-  ``UnexpectedEvent`` (naming the phase and the event) before anything changes.
-- ``_session/admission.py``: the in-flight window, the queue behind it and every caller's deadline;
-  ``_session/calls.py``: caller work on top of it (tools/call, tools/list, progress, cancellation,
-  paging, input rounds), ``_session/results.py`` reading the answers.
-- ``_session/opening.py``: the handshake each era needs, and the era cache.
-- a transport: ``_transport/stdio.py`` (spawn, framing, stderr, the stop sequence) or
-  ``_transport/http.py`` (requests and streams, session ids, what a status means, SSE
-  resumption, HTTP+SSE). Both offer the same calls (``open``, ``send``, ``acknowledge``,
-  ``cancel``, ``forget``, ``fail``, ``close``) and report back through the ``Session``
-  protocol (``_transport/connection.py``), which this class implements.
-- ``_session/server_requests.py``: the server's own requests to the application.
+- ``_vocabulary/phases.py``: the transition tables every phase change goes through.
+- ``admission.py``: the in-flight window, the queue behind it and every caller's deadline;
+  ``calls.py``: caller work on top of it (tools/call, lists, any request, progress,
+  cancellation, paging, input rounds), ``results.py`` reading the answers.
+- ``opening.py``: the handshake each era needs, and the era cache.
+- ``inbox.py``: what the server sends, to the layer it concerns; ``server_requests.py``: the
+  server's own requests to the application; ``subscriptions.py``: 2026-07-28 listen streams.
+- a ``Transport`` (``_transport/connection.py``): ``_transport/stdio.py`` (spawn, framing,
+  stderr, the stop sequence) or ``_transport/http.py`` (requests and streams, session ids,
+  statuses, SSE resumption, HTTP+SSE), possibly wrapped by the authorization layer
+  (``_auth/layer.py``: the same calls; it adds the token and holds a 401 until a fresh token
+  lets it send the request again). Each reports back through the ``Session`` protocol, which
+  this class implements.
 - this file: the session that composes them: the lifecycle, ``await_ready``, what a failure
   means for callers and retries, and ``Close``.
-
-A new layer goes between two of these without touching either: the authorization layer wraps
-the HTTP transport (same calls, plus its own events for the metadata, registration and token
-requests the driver performs), adds the token to each request and holds a 401 until a fresh
-token lets it send the request again; ``_transport/http.py`` says where.
 
 Connections ("slots"). A spec with ``concurrency='pooled'`` runs ``pool_size`` connections,
 each with an in-flight cap of one; every other policy runs one, with a cap of one
@@ -58,13 +53,12 @@ CLOSE_MARGIN`` seconds whatever the driver reports: that deadline is in ``next_d
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from .._config.oauth_settings import OAuthSettings
 from .._config.spec import Spec
-from .._transport.connection import DISCOVER, INITIALIZE, Connection, Work
+from .._transport.connection import DISCOVER, INITIALIZE, Connection, SseTransport, Transport, Work
 from .._transport.eras import (
     Handshake,
     client_capabilities,
@@ -72,7 +66,7 @@ from .._transport.eras import (
 from .._transport.http import HttpTransport
 from .._transport.jitter import Jitter, backoff_delay
 from .._transport.stdio import StdioTransport
-from .._vocabulary.actions import Action, Log, Reply, ResourceUpdated
+from .._vocabulary.actions import Action, Log, Reply
 from .._vocabulary.errors import (
     ConnectFailed,
     InvalidResponse,
@@ -84,36 +78,22 @@ from .._vocabulary.errors import (
     UnexpectedEvent,
 )
 from .._vocabulary.events import (
+    AUTHORIZATION_EVENTS,
     DRIVER_REPORTS,
-    AssertionSigned,
-    AuthorizationAbandoned,
-    AuthorizationPrepared,
-    AuthorizationRedirected,
     AwaitReady,
     CallTool,
     CancelCall,
     Close,
     Connect,
     Event,
-    HttpBodyReceived,
-    HttpFailed,
-    HttpResponseEnded,
-    HttpResponseStarted,
     ListItems,
     ListTools,
-    ProcessExited,
-    ProcessSpawned,
     Request,
     RootsChanged,
     ServerRequestAnswered,
-    SpawnFailed,
-    StderrReceived,
-    StdoutClosed,
-    StdoutReceived,
     Subscribe,
     TimerFired,
     Unsubscribe,
-    WriteFailed,
 )
 from .._vocabulary.models import Status
 from .._vocabulary.phases import (
@@ -130,9 +110,10 @@ from .._wire import jsonrpc as rpc
 from .._wire.json import unsendable
 from .admission import Admission
 from .calls import Calls
+from .inbox import Inbox
 from .opening import Opening
 from .results import MAX_INPUT_ROUNDS
-from .server_requests import ELICITATION_MODES, HANDLED_REQUESTS, ServerRequests
+from .server_requests import HANDLED_REQUESTS, ServerRequests, answered_requests
 from .subscriptions import LISTEN, Subscriptions
 
 if TYPE_CHECKING:  # the OAuth layer is imported when a machine needs it
@@ -148,19 +129,6 @@ __all__ = [
 # Close is answered at most this long after the stop sequence (3 * shutdown_grace) could have
 # ended: time for a driver to report the outcome of a spawn that was under way.
 CLOSE_MARGIN = 5.0
-
-# RFC 5424 levels of notifications/message mapped to Python logging levels.
-_LOG_LEVELS = {
-    "debug": "DEBUG",
-    "info": "INFO",
-    "notice": "INFO",
-    "warning": "WARNING",
-    "error": "ERROR",
-    "critical": "CRITICAL",
-    "alert": "CRITICAL",
-    "emergency": "CRITICAL",
-}
-
 
 
 class SessionMachine:
@@ -198,19 +166,7 @@ class SessionMachine:
         OAuth flow when the server asks for a token (``_auth/layer.py``), starting from the
         token store's ``authorization`` for this server if there is one. ``ValueError`` for
         either misuse."""
-        unknown = set(handlers) - set(HANDLED_REQUESTS.values())
-        if unknown:
-            raise ValueError(
-                f"unknown handlers {sorted(unknown)}; known: elicitation, sampling, roots"
-            )
-        self.handlers = frozenset(handlers)
-        modes = frozenset(elicitation_modes)
-        if not modes or modes - ELICITATION_MODES:
-            raise ValueError(
-                f"elicitation_modes must be 'form', 'url' or both, got {sorted(modes)}"
-            )
-        if modes != {"form"} and "elicitation" not in self.handlers:
-            raise ValueError("elicitation_modes needs an elicitation handler")
+        self.handlers, modes = answered_requests(handlers, elicitation_modes)
         self.elicitation_modes = modes
         self.spec = spec
         self.now = 0.0
@@ -231,16 +187,19 @@ class SessionMachine:
             (lambda: stdio_cap) if not http else (lambda: self.in_flight_cap),
             self._out,
         )
-        self._transport: StdioTransport | HttpTransport | Authorization
+        self._transport: Transport
+        self._http: SseTransport | None = None  # the transport again, when it is HTTP
         self._auth: Authorization | None = None
         if not http:
             self._transport = StdioTransport(spec, self._connections, self, self._out)
         elif oauth is None:
-            self._transport = HttpTransport(spec, self._connections, self, self._out)
+            self._transport = self._http = HttpTransport(
+                spec, self._connections, self, self._out
+            )
         else:
             from .._auth.layer import Authorization
 
-            self._transport = self._auth = Authorization(
+            self._transport = self._http = self._auth = Authorization(
                 spec,
                 HttpTransport(spec, self._connections, self, self._out),
                 self,
@@ -251,6 +210,7 @@ class SessionMachine:
         self._opening = Opening(
             spec,
             self._transport,
+            self._http,
             self._capabilities,
             self,
             era_cache=era_cache,
@@ -270,20 +230,22 @@ class SessionMachine:
             self._connections, self._calls, self._capabilities, self
         )
         self._calls.subscriptions_changed = self._subscriptions.sync
-        # Each event type's handler, bound once: handle() is on every call's path.
-        transport = self._transport.handle
+        self._inbox = Inbox(
+            self._calls,
+            self._asks,
+            self._subscriptions,
+            self._opening,
+            self.send,
+            self.log,
+            self._out,
+            f"mcp.server.{spec.name}",
+        )
+        # Each event type's handler, bound once: handle() is on every call's path. The driver's
+        # reports of a transport this session does not have are in no route: refused.
         self._route: dict[type[Event], Callable[[Any], None]] = {
             CallTool: self._calls.call_tool,
             Connect: self._on_connect,
-            StdoutReceived: transport,
-            **dict.fromkeys(
-                (ProcessSpawned, SpawnFailed, StdoutClosed, StderrReceived, ProcessExited),
-                transport,
-            ),
-            WriteFailed: transport,
-            **dict.fromkeys(
-                (HttpResponseStarted, HttpBodyReceived, HttpResponseEnded, HttpFailed), transport
-            ),
+            **dict.fromkeys(self._transport.events, self._transport.handle),
             AwaitReady: self._on_await_ready,
             ListTools: self._calls.list_tools,
             ListItems: self._calls.list_tools,
@@ -294,15 +256,7 @@ class SessionMachine:
             CancelCall: self._on_cancel,
             Close: self._on_close,
             ServerRequestAnswered: self._on_server_request_answered,
-            **dict.fromkeys(
-                (
-                    AuthorizationPrepared,
-                    AuthorizationRedirected,
-                    AuthorizationAbandoned,
-                    AssertionSigned,
-                ),
-                self._on_authorization,
-            ),
+            **dict.fromkeys(AUTHORIZATION_EVENTS, self._on_authorization),
             TimerFired: self._on_timer,
         }
         self._waiters: dict[int, float] = {}  # await_ready ticket -> deadline
@@ -316,7 +270,6 @@ class SessionMachine:
         self._permanent: ConnectFailed | None = None
         self._last_error: McpError | None = None
         self._logger = f"mcp_client.{spec.name}"
-        self._server_logger = f"mcp.server.{spec.name}"
 
     # --- public surface ----------------------------------------------------------------
 
@@ -398,7 +351,7 @@ class SessionMachine:
     def concurrency(self) -> str:
         """The in-flight policy in force: the spec's, else the transport's and era's default
         (stdio and modern HTTP stateless, legacy HTTP serialized)."""
-        if isinstance(self._transport, StdioTransport):  # the era changes nothing on stdio
+        if self._http is None:  # the era changes nothing on stdio
             return self.spec.default_concurrency(None)
         ready = next((c.handshake for c in self._connections if c.handshake is not None), None)
         return self.spec.default_concurrency(ready.era if ready else None)
@@ -596,18 +549,7 @@ class SessionMachine:
         self._opening.start(connection)
 
     def received(self, connection: Connection, message: rpc.Incoming) -> None:
-        if isinstance(message, rpc.Response):
-            self._on_response(connection, message)
-        elif isinstance(message, rpc.Request):
-            answer = self._asks.answer_for(message)
-            if answer is None:
-                self._asks.ask_application(connection, message)
-            else:
-                self.send(connection, answer)
-        elif isinstance(message, rpc.Notification):
-            self._on_notification(connection, message)
-        else:
-            self.log("WARNING", f"skipped an invalid message from the server: {message.reason}")
+        self._inbox.received(connection, message)
 
     def oversized(self, connection: Connection, request_id: object, size: int) -> None:
         self._unanswerable(
@@ -795,53 +737,6 @@ class SessionMachine:
         tickets, self._close_tickets = self._close_tickets, []
         for ticket in tickets:
             self._reply(ticket, None)
-
-    # --- messages from the server --------------------------------------------------------
-
-    def _on_notification(self, connection: Connection, note: rpc.Notification) -> None:
-        params = note.params
-        if note.method == "notifications/progress":
-            self._calls.progress(connection, params)
-        elif note.method == "notifications/tools/list_changed":
-            self._calls.list_changed("tools")
-        elif note.method == "notifications/resources/list_changed":
-            self._calls.list_changed("resources")
-        elif note.method == "notifications/prompts/list_changed":
-            self._calls.list_changed("prompts")
-        elif note.method == "notifications/resources/updated":
-            uri = params.get("uri")
-            if isinstance(uri, str) and uri in self._calls.subscriptions:
-                self._out.append(ResourceUpdated(uri=uri))
-        elif note.method == "notifications/subscriptions/acknowledged":
-            self._subscriptions.acknowledged(connection, params)
-        elif note.method == "notifications/cancelled":
-            self._asks.cancelled(connection, params.get("requestId"))
-        elif note.method == "notifications/elicitation/complete":
-            if not self._asks.completed(params.get("elicitationId")):
-                self.log("DEBUG", "ignored a completion of an unknown URL elicitation")
-        elif note.method == "notifications/message":
-            level = _LOG_LEVELS.get(str(params.get("level")), "INFO")
-            data = params.get("data")
-            text = data if isinstance(data, str) else json.dumps(data)
-            self._out.append(Log(level=level, logger=self._server_logger, message=text[:4000]))
-
-    def _on_response(self, connection: Connection, response: rpc.Response) -> None:
-        requests = connection.requests
-        owner = requests.pop(response.id, None) if isinstance(response.id, int) else None
-        if owner is None:
-            # A late answer to a request that timed out or was cancelled: the cancellation
-            # page says the sender "SHOULD ignore" it.
-            self.log("DEBUG", f"ignored an answer to unknown request id {response.id!r}")
-        elif isinstance(owner, Work):
-            self._calls.answer(connection, owner, response)
-        elif owner in (DISCOVER, INITIALIZE):
-            self._opening.answered(connection, owner, response)
-        elif owner == LISTEN:
-            assert isinstance(response.id, int)
-            self._subscriptions.ended(connection, response.id, response.error)
-        elif response.error is not None:
-            message = str(response.error.get("message"))[:200]
-            self.log("WARNING", f"the server refused {owner} on a new session: {message}")
 
     # --- admission -------------------------------------------------------------------------
 

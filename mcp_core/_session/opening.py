@@ -21,7 +21,14 @@ from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._config.spec import Spec
-from .._transport.connection import DISCOVER, INITIALIZE, Connection, Requests
+from .._transport.connection import (
+    DISCOVER,
+    INITIALIZE,
+    Connection,
+    Requests,
+    SseTransport,
+    Transport,
+)
 from .._transport.eras import (
     MODERN_VERSION,
     Handshake,
@@ -30,8 +37,6 @@ from .._transport.eras import (
     parse_discover_result,
     parse_initialize_result,
 )
-from .._transport.http import HttpTransport
-from .._transport.stdio import StdioTransport
 from .._vocabulary.errors import (
     ConnectFailed,
     InitializationFailed,
@@ -44,7 +49,7 @@ from .._wire import jsonrpc as rpc
 from .results import names_our_modern_version, rpc_error
 
 if TYPE_CHECKING:
-    from .._auth.layer import Authorization
+    pass
 
 __all__ = ["Opener", "Opening"]
 
@@ -68,7 +73,8 @@ class Opening:
     def __init__(
         self,
         spec: Spec,
-        transport: StdioTransport | HttpTransport | Authorization,
+        transport: Transport,
+        http: SseTransport | None,
         capabilities: Mapping[str, Any],
         session: Opener,
         *,
@@ -77,13 +83,14 @@ class Opening:
     ) -> None:
         self._spec = spec
         self._transport = transport
+        self._http = http  # None on stdio
         self._capabilities = capabilities
         self._session = session
         self._era_cache: MutableMapping[str, str] = {} if era_cache is None else era_cache
         # The verdict is cached per server: its command line, or its origin + path.
         self._era_key = json.dumps(
             ["http", (spec.url or "").split("?")[0].split("#")[0]]
-            if not isinstance(transport, StdioTransport)
+            if http is not None
             else [spec.command, *spec.args]
         )
         # Read once: another client of the process writing the shared cache mid-session must
@@ -96,8 +103,8 @@ class Opening:
         """The transport is up (process running, or an HTTP endpoint to talk to): start the
         handshake the era needs."""
         era = self._spec.era if self._spec.era != "auto" else self._known_era
-        if era == "sse" and not isinstance(self._transport, StdioTransport):
-            self._transport.open_sse(connection)
+        if era == "sse" and self._http is not None:
+            self._http.open_sse(connection)
         elif era == "modern":
             self._session.ready(connection, _MODERN)
         elif era == "legacy":
@@ -112,7 +119,7 @@ class Opening:
             # the connect budget; on stdio a silent legacy server is the reason for the timeout.
             probe_wait = (
                 max(self._spec.probe_timeout, self._spec.init_timeout / 2)
-                if not isinstance(self._transport, StdioTransport)
+                if self._http is not None
                 else self._spec.probe_timeout
             )
             connection.probe_deadline = self._session.now + probe_wait

@@ -21,7 +21,13 @@ from .._transport.connection import Connection
 from .._vocabulary.actions import Action, ElicitationComplete, HandleServerRequest
 from .._wire import jsonrpc as rpc
 
-__all__ = ["ELICITATION_MODES", "HANDLED_REQUESTS", "MAX_ELICITATIONS", "ServerRequests"]
+__all__ = [
+    "ELICITATION_MODES",
+    "HANDLED_REQUESTS",
+    "MAX_ELICITATIONS",
+    "ServerRequests",
+    "answered_requests",
+]
 
 # Server requests an application may answer, by the capability that announces the handler.
 HANDLED_REQUESTS: Mapping[str, str] = {
@@ -35,6 +41,24 @@ ELICITATION_MODES = frozenset({"form", "url"})
 # URL elicitations remembered until the server reports them complete; the oldest is forgotten
 # beyond this (a server that never completes them must not grow our memory).
 MAX_ELICITATIONS = 64
+
+
+def answered_requests(
+    handlers: Iterable[str], elicitation_modes: Iterable[str]
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The handlers and elicitation modes a machine is given, checked: ``ValueError`` for an
+    unknown handler, an unknown or empty set of modes, or modes other than form alone without
+    an 'elicitation' handler."""
+    handled = frozenset(handlers)
+    unknown = handled - set(HANDLED_REQUESTS.values())
+    if unknown:
+        raise ValueError(f"unknown handlers {sorted(unknown)}; known: elicitation, sampling, roots")
+    modes = frozenset(elicitation_modes)
+    if not modes or modes - ELICITATION_MODES:
+        raise ValueError(f"elicitation_modes must be 'form', 'url' or both, got {sorted(modes)}")
+    if modes != {"form"} and "elicitation" not in handled:
+        raise ValueError("elicitation_modes needs an elicitation handler")
+    return handled, modes
 
 
 class ServerRequests:

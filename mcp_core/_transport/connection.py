@@ -1,4 +1,5 @@
-"""The state every layer of the machine shares: a piece of caller work, and a connection.
+"""The state every layer of the machine shares: a piece of caller work, and a connection; and
+the calls between the session and its transport, both ways (``Transport`` down, ``Session`` up).
 
 A ``Connection`` is one server process (stdio) or one HTTP session: its phase (the table in
 ``_vocabulary/phases.py``), the handshake it reached, and the JSON-RPC requests it has in
@@ -18,7 +19,16 @@ from .._vocabulary.phases import Phase, SessionPhase, Step, connection_step
 from .._wire import jsonrpc as rpc
 from .eras import Handshake
 
-__all__ = ["DISCOVER", "INITIALIZE", "Connection", "Requests", "Session", "Work"]
+__all__ = [
+    "DISCOVER",
+    "INITIALIZE",
+    "Connection",
+    "Requests",
+    "Session",
+    "SseTransport",
+    "Transport",
+    "Work",
+]
 
 # The machine's own requests a connection can have in flight next to caller work.
 DISCOVER = "server/discover"
@@ -175,3 +185,81 @@ class Session(Protocol):
 
     def log(self, level: str, message: str) -> None:
         """A line for the client's logger."""
+
+
+class Transport(Protocol):
+    """What the session asks of its transport. ``StdioTransport`` and ``HttpTransport``
+    implement it, and the authorization layer (``_auth.layer.Authorization``) wraps an HTTP
+    transport behind the same calls; the machine holds its transport as a ``Transport``, so
+    mypy checks all three against this protocol."""
+
+    @property
+    def events(self) -> frozenset[type[Event]]:
+        """The driver's events ``handle`` takes; the machine refuses the others (an HTTP event
+        fed to a stdio session is a driver bug)."""
+        ...
+
+    @property
+    def sse(self) -> bool:
+        """Whether the server speaks HTTP+SSE (2024-11-05): ``Status.transport`` says 'sse'."""
+        ...
+
+    def speaks_sse(self, connection: Connection) -> bool:
+        """Whether this connection's session is HTTP+SSE."""
+        ...
+
+    def open(self, connection: Connection) -> bool:
+        """Start the connection (spawn, or nothing to wait for); whether it is open at once."""
+        ...
+
+    def send(
+        self, connection: Connection, message: Mapping[str, Any], request_id: int | None
+    ) -> None:
+        """Send one JSON-RPC message; ``request_id`` when it is a request awaiting an answer."""
+        ...
+
+    def acknowledge(self, connection: Connection, message: Mapping[str, Any]) -> bool:
+        """Send ``notifications/initialized``; whether the session waits for it to be taken
+        (HTTP: its POST answered) before it is ready."""
+        ...
+
+    def cancel(self, connection: Connection, request_id: int) -> bool:
+        """A caller gave up ``request_id``; whether the server must be told (it has it)."""
+        ...
+
+    def forget(self, connection: Connection, request_id: int) -> None:
+        """No answer to ``request_id`` is wanted any more (HTTP: its stream is closed)."""
+        ...
+
+    def fail(self, connection: Connection) -> bool:
+        """The connection failed: stop what runs; whether something is still to stop."""
+        ...
+
+    def close(self, connection: Connection) -> bool:
+        """Stop the connection (``Close``); whether it goes on stopping (it is not gone yet)."""
+        ...
+
+    def next_deadline(self, best: float | None) -> float | None:
+        """The earlier of ``best`` and this transport's own deadlines."""
+        ...
+
+    def expire(self, connection: Connection, now: float) -> None:
+        """Act on this transport's deadlines that passed for the connection."""
+        ...
+
+    def resume_due(self, connection: Connection, now: float) -> None:
+        """Reopen what was due to be reopened by ``now`` (HTTP: a stream to resume)."""
+        ...
+
+    def handle(self, event: Any) -> None:
+        """One of ``events``, fed by the driver."""
+        ...
+
+
+class SseTransport(Transport, Protocol):
+    """An HTTP transport (or the authorization layer around one), which can also open an
+    HTTP+SSE (2024-11-05) connection: the endpoint GET first."""
+
+    def open_sse(self, connection: Connection) -> None:
+        """Open the connection as HTTP+SSE: the GET whose first event names the POST URL."""
+        ...

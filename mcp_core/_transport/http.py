@@ -45,6 +45,7 @@ from .._vocabulary.errors import (
     UnexpectedEvent,
 )
 from .._vocabulary.events import (
+    HTTP_EVENTS,
     HttpBodyReceived,
     HttpFailed,
     HttpResponseEnded,
@@ -126,7 +127,9 @@ class _Link:
 
 
 class HttpTransport:
-    """HTTP requests for ``connections``; see the module docstring."""
+    """HTTP requests for ``connections`` (an ``SseTransport``); see the module docstring."""
+
+    events = HTTP_EVENTS
 
     def __init__(
         self, spec: Spec, connections: Sequence[Connection], session: Session, out: list[Action]

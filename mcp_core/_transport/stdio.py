@@ -43,6 +43,7 @@ from .._config.spec import Spec
 from .._vocabulary.actions import Action, CloseStdin, SignalProcess, Spawn, WriteStdin
 from .._vocabulary.errors import ServerExited, UnexpectedEvent
 from .._vocabulary.events import (
+    PROCESS_EVENTS,
     ProcessExited,
     ProcessSpawned,
     SpawnFailed,
@@ -87,7 +88,9 @@ class _Pipe:
 
 
 class StdioTransport:
-    """Processes for ``connections``; see the module docstring."""
+    """Processes for ``connections`` (a ``Transport``); see the module docstring."""
+
+    events = PROCESS_EVENTS
 
     def __init__(
         self, spec: Spec, connections: Sequence[Connection], session: Session, out: list[Action]

@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "AUTHORIZATION_EVENTS",
     "DRIVER_REPORTS",
+    "HTTP_EVENTS",
+    "PROCESS_EVENTS",
     "AssertionSigned",
     "AuthorizationAbandoned",
     "AuthorizationPrepared",
@@ -421,11 +424,12 @@ class AssertionSigned(Event):
     assertion: str
 
 
-# What a driver reports about what the machine asked of it: a process, an HTTP request, the
-# browser step, a signature. Before the first ``Connect`` nothing was asked, so the machine
-# refuses these then (``UnexpectedEvent``); the caller's events and ``TimerFired`` are never
-# refused.
-DRIVER_REPORTS: frozenset[type[Event]] = frozenset(
+# What a driver reports about what the machine asked of it: a process (stdio), an HTTP request,
+# the browser step or a signature (authorization). A session takes the reports of its own
+# transport only (``Transport.events``); before the first ``Connect`` nothing was asked, so the
+# machine refuses all of them then (``UnexpectedEvent``). The caller's events and
+# ``TimerFired`` are never refused.
+PROCESS_EVENTS: frozenset[type[Event]] = frozenset(
     {
         ProcessSpawned,
         SpawnFailed,
@@ -434,13 +438,12 @@ DRIVER_REPORTS: frozenset[type[Event]] = frozenset(
         StderrReceived,
         ProcessExited,
         WriteFailed,
-        HttpResponseStarted,
-        HttpBodyReceived,
-        HttpResponseEnded,
-        HttpFailed,
-        AuthorizationPrepared,
-        AuthorizationRedirected,
-        AuthorizationAbandoned,
-        AssertionSigned,
     }
 )
+HTTP_EVENTS: frozenset[type[Event]] = frozenset(
+    {HttpResponseStarted, HttpBodyReceived, HttpResponseEnded, HttpFailed}
+)
+AUTHORIZATION_EVENTS: frozenset[type[Event]] = frozenset(
+    {AuthorizationPrepared, AuthorizationRedirected, AuthorizationAbandoned, AssertionSigned}
+)
+DRIVER_REPORTS = PROCESS_EVENTS | HTTP_EVENTS | AUTHORIZATION_EVENTS

@@ -54,6 +54,32 @@ def test_process_and_http_events_before_connect_are_refused() -> None:
     assert machine.phases == (Phase.IDLE,)
 
 
+@pytest.mark.parametrize(
+    ("spec", "event"),
+    [
+        (core.Spec(name="t", command="srv"), core.HttpBodyReceived(now=0.0, stream=1, data=b"x")),
+        (
+            core.Spec(name="t", url="http://127.0.0.1:1/mcp"),
+            core.ProcessSpawned(now=0.0, slot=0, generation=1, pid=1),
+        ),
+        (
+            core.Spec(name="t", url="http://127.0.0.1:1/mcp"),
+            core.StdoutReceived(now=0.0, slot=0, generation=1, data=b"{}\n"),
+        ),
+    ],
+)
+def test_an_event_of_the_other_transport_is_refused(spec: core.Spec, event: core.Event) -> None:
+    # Each transport takes only its own events (Transport.events): an HTTP event fed to a
+    # stdio session, or a process event to an HTTP one, is a driver bug, refused by name.
+    machine = core.SessionMachine(spec)
+    machine.handle(core.Connect(now=0.0))
+    phases = machine.phases
+    with pytest.raises(core.UnexpectedEvent) as caught:
+        machine.handle(event)
+    assert (caught.value.phase, caught.value.event) == ("RUNNING", type(event).__name__)
+    assert machine.phases == phases and machine.phase is SessionPhase.RUNNING
+
+
 def test_something_that_is_no_event_is_refused() -> None:
     machine = core.SessionMachine(core.Spec(name="t", command="srv"))
     with pytest.raises(core.UnexpectedEvent, match="str is not allowed in phase NEW"):
