@@ -125,7 +125,7 @@ def _decode_bytes(value: object) -> bytes:
 
 @cache
 def _event_classes() -> dict[str, tuple[type[Event], dict[str, Any]]]:
-    """Every event class of ``_events`` by name, with its resolved field types. Found by
+    """Every event class of ``_vocabulary/events`` by name, with its resolved field types. Found by
     looking, so event classes added later are recorded and replayed without a change here."""
     found = {}
     for name in dir(_events):

@@ -3,7 +3,7 @@ Client ID Metadata Document, RFC 7591 dynamic registration), how it authenticate
 endpoint, and the shared reading of an authorization server's JSON answers.
 
 MCP 2025-11-25 ``basic/authorization`` "Client Registration Approaches" and 2026-07-28
-``basic/authorization/client-registration`` are the rules; ``_oauth`` re-exports everything
+``basic/authorization/client-registration`` are the rules; ``oauth`` re-exports everything
 here for the authorization layer. ``RegisteredClient`` and ``ClientAuth`` hold secrets and show
 them as ``[redacted]``; no error message shows a secret or an assertion.
 """
@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._config.oauth_settings import OAuthSettings
 from .._vocabulary.errors import AuthorizationFailed
 from .._vocabulary.urls import REDACTED, is_client_id_metadata_url, redact_url
 from .._wire.json import dumps_line, loads
@@ -33,7 +34,9 @@ __all__ = [
     "choose_registration",
     "choose_token_endpoint_auth_method",
     "client_assertion_claims",
+    "client_auth",
     "client_metadata_document",
+    "configured_client",
     "parse_registration_response",
     "registration_auth_method",
     "registration_request",
@@ -392,3 +395,42 @@ def _refusal(params: Mapping[str, Any], context: str) -> AuthorizationFailed:
 def _excerpt(text: str) -> str:
     printable = "".join(ch if ch.isprintable() else " " for ch in text)
     return printable if len(printable) <= _EXCERPT else printable[: _EXCERPT - 3] + "..."
+
+
+def configured_client(
+    metadata: AuthorizationServerMetadata, settings: OAuthSettings
+) -> RegisteredClient | None:
+    """The client identity the settings give at this authorization server (pre-registered,
+    or a Client ID Metadata Document, as ``choose_registration`` picks), or ``None`` when the
+    client must register (RFC 7591) first."""
+    way = choose_registration(
+        metadata,
+        pre_registered=settings.client_id is not None,
+        client_id_metadata_url=settings.client_metadata_url,
+    )
+    if way == "pre-registered":
+        assert settings.client_id is not None
+        return RegisteredClient(client_id=settings.client_id, client_secret=settings.client_secret)
+    if way == "metadata-document":
+        assert settings.client_metadata_url is not None
+        return RegisteredClient(client_id=settings.client_metadata_url)
+    return None
+
+
+def client_auth(
+    client: RegisteredClient, metadata: AuthorizationServerMetadata, assertion: str | None
+) -> ClientAuth:
+    """How ``client`` authenticates at the token endpoint (``choose_token_endpoint_auth_method``),
+    with its secret or the signed ``assertion`` (``private_key_jwt``)."""
+    method = choose_token_endpoint_auth_method(
+        metadata.token_endpoint_auth_methods_supported,
+        has_secret=client.client_secret is not None,
+        has_private_key=assertion is not None,
+        registered=client.token_endpoint_auth_method,
+    )
+    return ClientAuth(
+        client_id=client.client_id,
+        method=method,
+        client_secret=client.client_secret,
+        client_assertion=assertion,
+    )

@@ -49,22 +49,22 @@ The session's guarantees hold here too:
   to the well-known ones);
 - no bearer token goes over plain http to a server that is not on this machine (RFC 6750
   §5.3) unless ``allow_insecure_http``; no metadata, issuer or endpoint of a remote server
-  leads to this machine (``_oauth_metadata.may_fetch``);
+  leads to this machine (``metadata.may_fetch``);
 - ``Close`` aborts the layer's requests in flight.
 
-Its phases and what moves them are ``AUTH_TABLE`` in ``_vocabulary/phases.py``.
+Its phases and what moves them are ``AUTH_TABLE`` in ``_vocabulary/phases.py``; the
+requests it holds are ``held.py``'s, its own requests ``fetch.py``'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._config.oauth_settings import AUTH_MAX_BYTES, OAuthSettings, token_store_key
+from .._config.oauth_settings import OAuthSettings, token_store_key
 from .._config.spec import Spec
-from .._transport.connection import DISCOVER, INITIALIZE, Connection, Session
+from .._transport.connection import Connection, Session
 from .._transport.http import HttpEvent, HttpTransport
 from .._transport.http_parts import find_header, parse_retry_after
 from .._vocabulary.actions import (
@@ -80,7 +80,6 @@ from .._vocabulary.errors import (
     AuthorizationFailed,
     AuthorizationRequired,
     AuthorizationUnavailable,
-    ConnectFailed,
     McpError,
 )
 from .._vocabulary.events import (
@@ -93,10 +92,12 @@ from .._vocabulary.events import (
     HttpResponseEnded,
     HttpResponseStarted,
 )
-from .._vocabulary.phases import AuthPhase, AuthStep, Phase, auth_step
+from .._vocabulary.phases import AuthPhase, AuthStep, auth_step
 from .._vocabulary.tokens import StoredAuthorization
 from .._vocabulary.urls import origin_of, redact_url
 from . import oauth as oauth
+from .fetch import Fetch
+from .held import Held, HeldRequests
 from .metadata import UnreadableAnswer, may_fetch
 
 __all__ = ["MAX_AUTHORIZATIONS", "AuthEvent", "Authorization", "OAuthSettings"]
@@ -109,58 +110,11 @@ __all__ = ["MAX_AUTHORIZATIONS", "AuthEvent", "Authorization", "OAuthSettings"]
 MAX_AUTHORIZATIONS = 3
 # A token this close to its expiry is refreshed before use rather than sent.
 _EXPIRY_MARGIN = 30.0
-# What each request of the layer is called in an error (``AuthorizationUnavailable.step``).
-_STEPS = {
-    AuthPhase.DISCOVERING_RESOURCE: "protected resource metadata",
-    AuthPhase.DISCOVERING_SERVER: "authorization server metadata",
-    AuthPhase.REGISTERING: "registration",
-    AuthPhase.EXCHANGING: "token",
-    AuthPhase.REFRESHING: "refresh",
-}
 _DISCOVERING = (AuthPhase.DISCOVERING_RESOURCE, AuthPhase.DISCOVERING_SERVER)
-_CAP = f"the {AUTH_MAX_BYTES // 1024} KiB an answer may have"
-_GONE = (Phase.IDLE, Phase.STOPPING)
 
 AuthEvent = (
     AuthorizationPrepared | AuthorizationRedirected | AuthorizationAbandoned | AssertionSigned
 )
-
-
-@dataclass(slots=True, eq=False)
-class _Held:
-    """A request the server refused for want of a token, or sent while one was being got."""
-
-    connection: Connection
-    message: Mapping[str, Any]
-    request_id: int | None
-    epoch: int  # the connection's session when it was held (a notification belongs to it)
-    confirming: bool = False  # the initialized POST the handshake waits for
-    refused: int = 0  # how often the server refused it for want of a token (401)
-    authorizations: int = 0  # authorizations it waited for (the step-up limit)
-
-    @property
-    def handshake(self) -> bool:
-        """Whether the connection's handshake waits for it (not caller work)."""
-        request_id = self.request_id
-        owner = self.connection.requests.get(request_id) if request_id is not None else None
-        return self.confirming or owner in (DISCOVER, INITIALIZE)
-
-
-@dataclass(slots=True, eq=False)
-class _Fetch:
-    """A request of this layer's own (made in ``phase``) and what its answer has shown."""
-
-    phase: AuthPhase
-    url: str
-    timeout: float  # seconds it was given
-    deadline: float
-    status: int = 0
-    headers: tuple[tuple[str, str], ...] = ()
-    body: bytearray = field(default_factory=bytearray)
-
-    @property
-    def secret(self) -> bool:
-        return self.phase in (AuthPhase.REGISTERING, AuthPhase.EXCHANGING, AuthPhase.REFRESHING)
 
 
 class Authorization:
@@ -197,9 +151,8 @@ class Authorization:
             and not settings.allow_insecure_http
         )
         self.phase = AuthPhase.UNAUTHORIZED
-        self._held: list[_Held] = []
-        self._resent: dict[int, _Held] = {}  # stream of a request sent again -> its record
-        self._fetches: dict[int, _Fetch] = {}
+        self._held = HeldRequests(inner, session, spec.init_timeout)
+        self._fetches: dict[int, Fetch] = {}
         self._candidates: list[str] = []  # metadata URLs still to try, in order
         self._transient: AuthorizationUnavailable | None = None  # of a metadata URL skipped
         # Until when a Retry-After asked for quiet, and the failure that said so.
@@ -256,14 +209,14 @@ class Authorization:
         ):
             self._inner.send(connection, message, request_id)
             return
-        held = _Held(connection, message, request_id, connection.epoch)
+        held = Held(connection, message, request_id, connection.epoch)
         if phase is AuthPhase.REFUSED:
-            self._held.append(held)
+            self._held.add(held)
             self._refuse_held()
         elif phase is not AuthPhase.AUTHORIZED:
-            self._held.append(held)  # a token is on its way
+            self._held.add(held)  # a token is on its way
         elif self._refresh_token is not None and self._server is not None:
-            self._held.append(held)  # expired: refresh before sending
+            self._held.add(held)  # expired: refresh before sending
             if not self._waiting_out(held):
                 self._guard(self._refresh)
         else:
@@ -275,7 +228,7 @@ class Authorization:
     def cancel(self, connection: Connection, request_id: int) -> bool:
         """A caller gave up ``request_id``. One held here was never processed by the server
         (it answered 401, or never got it): nothing to tell it."""
-        if self._drop_held(connection, request_id):
+        if self._held.drop(connection, request_id):
             return False
         return self._inner.cancel(connection, request_id)
 
@@ -284,11 +237,11 @@ class Authorization:
         self._inner.forget(connection, request_id)
 
     def fail(self, connection: Connection) -> bool:
-        self._held = [h for h in self._held if h.connection is not connection]
+        self._held.drop_connection(connection)
         return self._inner.fail(connection)
 
     def close(self, connection: Connection) -> bool:
-        self._held = [h for h in self._held if h.connection is not connection]
+        self._held.drop_connection(connection)
         return self._inner.close(connection)
 
     def stop(self) -> None:
@@ -332,12 +285,13 @@ class Authorization:
                 self._on_fetch_event(event, fetch)
                 return
         if type(event) is HttpResponseStarted:
-            before = self._resent.pop(event.stream, None) if self._resent else None
+            resent = self._held.resent
+            before = resent.pop(event.stream, None) if resent else None
             if (event.status == 401 or event.status == 403) and self._refused(event, before):
                 return
         self._inner.handle(event)
 
-    def _refused(self, event: HttpResponseStarted, before: _Held | None) -> bool:
+    def _refused(self, event: HttpResponseStarted, before: Held | None) -> bool:
         """A 401, or a 403 that asks for more scope, to a POST of the session: take it from
         the transport and hold it (``before``: its record, when it was held before)."""
         challenge = oauth.bearer_challenge(find_header(event.headers, "www-authenticate"))
@@ -346,7 +300,7 @@ class Authorization:
         if taken is None:
             return False
         connection, message, request_id, confirming = taken
-        held = _Held(connection, message, request_id, connection.epoch, confirming)
+        held = Held(connection, message, request_id, connection.epoch, confirming)
         if before is not None:
             held.refused, held.authorizations = before.refused, before.authorizations
         self._challenge = challenge
@@ -374,9 +328,9 @@ class Authorization:
 
     # --- the flow ----------------------------------------------------------------------------
 
-    def _on_challenge(self, held: _Held, status: int) -> None:
+    def _on_challenge(self, held: Held, status: int) -> None:
         """The server refused ``held`` for want of a (better) token: hold it, get one."""
-        self._held.append(held)
+        self._held.add(held)
         held.connection.probe_deadline = None  # the probe waits for the token, not for legacy
         if self.phase is AuthPhase.REFUSED:
             self._refuse_held()
@@ -417,13 +371,13 @@ class Authorization:
                 f"{MAX_AUTHORIZATIONS} authorizations",
             )
             self._held.remove(held)
-            self._fail_held(held, refusal)
+            self._held.fail(held, refusal)
             return
         wanted = self._challenge.scope if self._challenge is not None else None
         self._scope = oauth.union_scopes(self._scope, self._granted_scope, wanted)
         self._guard(self._identify, False)
 
-    def _waiting_out(self, held: _Held) -> bool:
+    def _waiting_out(self, held: Held) -> bool:
         """Whether the authorization server asked to be left alone (``Retry-After`` on a 429
         or 503, RFC 9110 §10.2.3) for longer than now: then ``held`` fails at once with that
         answer's error instead of starting a flow, as the connect retry waits it out too."""
@@ -433,7 +387,7 @@ class Authorization:
         until, error = last
         left = AuthorizationUnavailable(error.origin, error.step, error.detail, until - now)
         self._held.remove(held)
-        self._fail_held(held, left, permanent=False)
+        self._held.fail(held, left, permanent=False)
         return True
 
     def _discover(self) -> None:
@@ -448,7 +402,7 @@ class Authorization:
     def _fetch_next(self) -> None:
         """The next metadata URL; when none is left, the first failure that may pass (so the
         attempt is retried), else a refusal: no URL has the document."""
-        out_of_time = self._connect_bound() <= self._session.now  # the handshake's is over
+        out_of_time = self._held.connect_bound() <= self._session.now  # the handshake's is over
         if self._transient is not None and (not self._candidates or out_of_time):
             self._falter(self._transient)
             return
@@ -501,23 +455,11 @@ class Authorization:
             self._discover()
             return
         if self._client is None:
-            way = oauth.choose_registration(
-                server,
-                pre_registered=settings.client_id is not None,
-                client_id_metadata_url=settings.client_metadata_url,
-            )
-            if way == "pre-registered":
-                assert settings.client_id is not None
-                self._client = oauth.RegisteredClient(
-                    client_id=settings.client_id, client_secret=settings.client_secret
-                )
-            elif way == "metadata-document":
-                assert settings.client_metadata_url is not None
-                self._client = oauth.RegisteredClient(client_id=settings.client_metadata_url)
-            elif settings.grant == "client_credentials":
+            self._client = oauth.configured_client(server, settings)
+            if self._client is None and settings.grant == "client_credentials":
                 self._register(server, ())
                 return
-            else:
+            if self._client is None:
                 self._prepare()  # registration needs the redirect URI: it comes first
                 return
         if may_refresh and self._refresh_token is not None:
@@ -548,7 +490,7 @@ class Authorization:
         if self._settings.grant == "authorization_code":
             self._prepare()
             return
-        self._count_authorization()
+        self._held.count_authorization()
         if self._settings.private_key:
             assert self._client is not None and self._server is not None
             self._move(AuthStep.SIGN)
@@ -601,12 +543,10 @@ class Authorization:
             verifier_entropy=event.entropy[:32],
             state_entropy=event.entropy[32:],
         )
-        self._count_authorization()
+        self._held.count_authorization()
         self._move(AuthStep.AUTHORIZE)
-        # The user may take minutes at the browser: a handshake waiting for this token stops
-        # its connect deadline until the browser step ends (``_redeem`` starts it again).
-        for entry in self._held:
-            entry.connection.connect_deadline = None
+        # The user may take minutes at the browser (``_redeem`` starts the deadlines again).
+        self._held.suspend_connect_deadlines()
         self._out.append(Authorize(url=self._pending.url, state=self._pending.state))
 
     def _redeem(self, params: Mapping[str, str]) -> None:
@@ -614,7 +554,7 @@ class Authorization:
         pending, server = self._pending, self._server
         assert pending is not None and server is not None
         self._pending = None
-        self._rearm_connect_deadlines()
+        self._held.rearm_connect_deadlines()
         code = oauth.check_authorization_response(pending, params)
         request = oauth.authorization_code_token_request(
             server.token_endpoint, auth=self._client_auth(None), code=code, pending=pending
@@ -649,20 +589,8 @@ class Authorization:
         self._start(request)
 
     def _client_auth(self, assertion: str | None) -> oauth.ClientAuth:
-        client, server = self._client, self._server
-        assert client is not None and server is not None
-        method = oauth.choose_token_endpoint_auth_method(
-            server.token_endpoint_auth_methods_supported,
-            has_secret=client.client_secret is not None,
-            has_private_key=assertion is not None,
-            registered=client.token_endpoint_auth_method,
-        )
-        return oauth.ClientAuth(
-            client_id=client.client_id,
-            method=method,
-            client_secret=client.client_secret,
-            client_assertion=assertion,
-        )
+        assert self._client is not None and self._server is not None
+        return oauth.client_auth(self._client, self._server, assertion)
 
     def _resource_value(self) -> str:
         """RFC 8707 ``resource``: the protected resource's own name for itself, once known."""
@@ -694,59 +622,11 @@ class Authorization:
         self._token(answer.access_token)
         self._move(AuthStep.TOKEN)
         self._save()
-        self._send_held()
+        self._held.send_all()
 
     def _token(self, access_token: str) -> None:
         self._access_token = access_token
         self._inner.authorization = f"Bearer {access_token}"
-
-    def _count_authorization(self) -> None:
-        """An authorization is made: every request waiting for it counts one more."""
-        for entry in self._held:
-            entry.authorizations += 1
-
-    def _rearm_connect_deadlines(self) -> None:
-        for entry in self._held:
-            self._rearm(entry.connection)
-
-    def _rearm(self, connection: Connection) -> None:
-        """A handshake waiting for a token has ``init_timeout`` again from now on: its
-        deadline was suspended while the user was at the browser."""
-        if connection.handshake is None and connection.connect_deadline is None:
-            connection.connect_deadline = self._session.now + self._spec.init_timeout
-
-    # --- held requests ----------------------------------------------------------------------
-
-    def _wanted(self, entry: _Held) -> bool:
-        """Whether a held request is still to be sent: its caller was not answered meanwhile
-        (a timeout, a cancel, a session the server forgot: each takes the request out of
-        ``connection.requests``), and a notification's session is still the one it was for."""
-        connection = entry.connection
-        if entry.request_id is not None:
-            return entry.request_id in connection.requests
-        return entry.epoch == connection.epoch and connection.phase not in _GONE
-
-    def _send_held(self) -> None:
-        held, self._held = self._held, []
-        self._resent = {s: e for s, e in self._resent.items() if self._wanted(e)}
-        for entry in held:
-            if not self._wanted(entry):
-                continue
-            connection = entry.connection
-            self._rearm(connection)
-            if entry.confirming:
-                self._inner.acknowledge(connection, entry.message)
-            else:
-                self._inner.send(connection, entry.message, entry.request_id)
-            if entry.refused or entry.authorizations:
-                self._resent[self._inner.last_stream] = entry
-
-    def _drop_held(self, connection: Connection, request_id: int) -> bool:
-        for entry in self._held:
-            if entry.connection is connection and entry.request_id == request_id:
-                self._held.remove(entry)
-                return True
-        return False
 
     def _refuse(self, error: McpError) -> None:
         """No token can be had: answer every held request, and every later one, with
@@ -759,9 +639,8 @@ class Authorization:
     def _refuse_held(self) -> None:
         error = self._failure
         assert error is not None
-        held, self._held = self._held, []
-        for entry in held:
-            self._fail_held(entry, error)
+        for entry in self._held.take_all():
+            self._held.fail(entry, error)
 
     def _falter(self, error: AuthorizationUnavailable) -> None:
         """A request of the flow failed in a way that may pass: answer every held request
@@ -774,30 +653,8 @@ class Authorization:
             self._move(AuthStep.TOKEN)
         if error.retry_after is not None:
             self._asked_to_wait = (self._session.now + error.retry_after, error)
-        held, self._held = self._held, []
-        for entry in held:
-            self._fail_held(entry, error, permanent=False)
-
-    def _fail_held(self, entry: _Held, error: McpError, *, permanent: bool = True) -> None:
-        """Answer one held request with ``error``: caller work loses it, the handshake fails
-        the connection (for good when ``permanent``). A request already answered, or on a
-        connection that failed meanwhile, is left alone."""
-        connection = entry.connection
-        if not self._wanted(entry):
-            return
-        if entry.handshake:
-            if isinstance(error, AuthorizationUnavailable):
-                connection.retry_after = error.retry_after
-                reason = f"authorization is unavailable: the {error.step} request to "
-                reason += f"{error.origin} {error.detail}"
-            else:
-                reason = error.message
-            failed = ConnectFailed(reason, permanent=permanent, cause=error)
-            self._session.fail(connection, failed, permanent=permanent)
-            return
-        if entry.request_id is not None:  # a notification (a cancel, an answer) is dropped
-            owner = connection.requests.pop(entry.request_id)
-            self._session.lose(connection, owner, error, entry.request_id)
+        for entry in self._held.take_all():
+            self._held.fail(entry, error, permanent=False)
 
     # --- this layer's own requests ----------------------------------------------------------
 
@@ -807,9 +664,9 @@ class Authorization:
         layer's ``request_timeout``, and no later than a waiting handshake's connect
         deadline."""
         now = self._session.now
-        deadline = min(now + self._settings.request_timeout, self._connect_bound())
+        deadline = min(now + self._settings.request_timeout, self._held.connect_bound())
         stream = self._inner.new_stream()
-        fetch = _Fetch(self.phase, request.url, max(deadline - now, 0.0), deadline)
+        fetch = Fetch(self.phase, request.url, max(deadline - now, 0.0), deadline)
         self._fetches[stream] = fetch
         self._out.append(
             StartHttp(
@@ -821,11 +678,6 @@ class Authorization:
                 secret=fetch.secret,
             )
         )
-
-    def _connect_bound(self) -> float:
-        """The earliest connect deadline of a handshake waiting for the flow (inf: none)."""
-        deadlines = [e.connection.connect_deadline for e in self._held]
-        return min((d for d in deadlines if d is not None), default=float("inf"))
 
     def _end_flow(self) -> None:
         """Abort this layer's requests in flight and forget the step under way."""
@@ -842,17 +694,11 @@ class Authorization:
         fetch = self._fetches.get(getattr(event, "stream", -1))
         return fetch is not None and fetch.secret
 
-    def _on_fetch_event(self, event: HttpEvent, fetch: _Fetch) -> None:
-        if isinstance(event, HttpResponseStarted):
-            fetch.status, fetch.headers = event.status, event.headers
-            # Refused before a byte of the body is read when its length says it is too large.
-            length = (find_header(event.headers, "content-length") or "").strip()
-            if _too_large(length):
-                self._fetch_failed(fetch, f"announced {_size(length)}, over {_CAP}")
-        elif isinstance(event, HttpBodyReceived):
-            fetch.body += event.data
-            if len(fetch.body) > AUTH_MAX_BYTES:
-                self._fetch_failed(fetch, f"sent more than {_CAP}")
+    def _on_fetch_event(self, event: HttpEvent, fetch: Fetch) -> None:
+        if isinstance(event, HttpResponseStarted | HttpBodyReceived):
+            over = fetch.read(event)
+            if over is not None:
+                self._fetch_failed(fetch, over)
         elif isinstance(event, HttpResponseEnded):
             del self._fetches[event.stream]
             self._answered_fetch(fetch)
@@ -860,7 +706,7 @@ class Authorization:
             del self._fetches[event.stream]
             self._fetch_failed(fetch, f"failed ({event.reason})")
 
-    def _answered_fetch(self, fetch: _Fetch) -> None:
+    def _answered_fetch(self, fetch: Fetch) -> None:
         """The answer to one of this layer's requests is complete: a failure that may pass
         (HTTP 429, 5xx, a redirect, which the client does not follow: RFC 9728 §3, RFC 8414
         §3 and RFC 6749 §3.2 name the URL to use), or the flow's next step."""
@@ -877,7 +723,7 @@ class Authorization:
             self._refuse(refusal)
 
     def _fetch_failed(
-        self, fetch: _Fetch, detail: str, retry_after: float | None = None
+        self, fetch: Fetch, detail: str, retry_after: float | None = None
     ) -> None:
         """One of this layer's requests failed in a way that may pass: aborted if still
         followed; a metadata URL gives way to the next one, anything else falters."""
@@ -886,7 +732,7 @@ class Authorization:
             del self._fetches[followed]
             self._out.append(AbortHttp(stream=followed))
         error = AuthorizationUnavailable(
-            origin_of(fetch.url), _STEPS[fetch.phase], detail, retry_after
+            origin_of(fetch.url), fetch.step, detail, retry_after
         )
         # A metadata URL gives way to the next one, unless the server asked the client to
         # wait (429): the next URL is on the same server, or would be asked in its place.
@@ -950,14 +796,3 @@ Authorization._answered = {
     AuthPhase.REFRESHING: Authorization._on_token,
 }
 
-
-def _too_large(length: str) -> bool:
-    """Whether a ``Content-Length`` value announces more than ``AUTH_MAX_BYTES``."""
-    if not (length.isascii() and length.isdigit()):
-        return False  # absent or malformed: the bytes themselves are counted
-    return len(length) > 15 or int(length) > AUTH_MAX_BYTES
-
-
-def _size(digits: str) -> str:
-    """A ``Content-Length`` for a message: "an answer of N bytes", or of more than 10^15."""
-    return f"an answer of {int(digits) if len(digits) <= 15 else 'more than 10^15'} bytes"

@@ -1,8 +1,8 @@
 """OAuth 2.1 for MCP, pure building blocks: PKCE and state from the driver's random bytes,
 scope selection, client identity, the requests to the authorization server and checks of its
-answers. Discovery and the metadata documents are in ``_oauth_metadata``, client
-identity and token endpoint authentication in ``_oauth_clients``; this module re-exports
-both, so the authorization layer imports everything from here.
+answers. Discovery and the metadata documents are in ``metadata``, client identity and
+token endpoint authentication in ``clients``, URLs in ``_vocabulary/urls``; this module
+re-exports them, so the authorization layer imports everything from here.
 
 How a layer composes them for the authorization code flow (MCP 2025-11-25
 ``basic/authorization`` "Authorization Flow Steps"; 2026-07-28 ``basic/authorization``, same):
@@ -53,7 +53,9 @@ from .clients import (
     choose_registration,
     choose_token_endpoint_auth_method,
     client_assertion_claims,
+    client_auth,
     client_metadata_document,
+    configured_client,
     parse_registration_response,
     registration_auth_method,
     registration_request,
@@ -98,8 +100,10 @@ __all__ = [
     "choose_registration",
     "choose_token_endpoint_auth_method",
     "client_assertion_claims",
+    "client_auth",
     "client_credentials_token_request",
     "client_metadata_document",
+    "configured_client",
     "is_client_id_metadata_url",
     "is_loopback",
     "may_fetch",

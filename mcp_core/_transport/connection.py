@@ -62,7 +62,7 @@ class Work:
     headers: list[tuple[str, str]] | None = None
     slot: int | None = None  # set while it holds a place in a connection's window
     request_id: int | None = None
-    # A list (``kind`` as in ``_results.LISTS``), page by page
+    # A list (``kind`` as in ``_session/results.LISTS``), page by page
     kind: str = ""
     items: list[Any] | None = None
     cursors: set[str] | None = None

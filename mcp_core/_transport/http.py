@@ -4,7 +4,7 @@ It turns a connection into HTTP requests and back. Every message is its own POST
 (``StartHttp`` with a stream number); the answer is a JSON body or an SSE stream, read here
 into messages for the session. This layer owns what HTTP decides:
 
-- the headers of each request, per era (``_http.request_headers``), and the session id the
+- the headers of each request, per era (``http_parts.request_headers``), and the session id the
   server assigned (legacy), echoed until the server forgets it;
 - what a status means: 401/403 (credentials), 404 for a request that carried the session id
   (a new session), a 4xx to ``initialize`` (an HTTP+SSE server: GET the URL instead), 429 and

@@ -229,7 +229,7 @@ def mirror(arguments: Mapping[str, Any] | None, designated: Designated) -> list[
     "Value Encoding": "``string``: Use the value as-is; ``integer``: Convert to decimal string
     representation (e.g., ``42``, ``-7``); ``boolean``: Convert to lowercase ``"true"`` or
     ``"false"``", then anything that is not plain visible ASCII is sent as
-    ``=?base64?...?=`` (``_http.encode_header_value``). "Parameter value is ``null``: Client
+    ``=?base64?...?=`` (``http_parts.encode_header_value``). "Parameter value is ``null``: Client
     MUST omit the header"; "Parameter not in arguments: Client MUST omit the header".
 
     A number with an integral value (``5.0``, an integer to JSON Schema) goes as its decimal

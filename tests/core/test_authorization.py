@@ -691,9 +691,9 @@ def test_a_request_sent_again_and_taken_is_forgotten() -> None:
     h.respond(call, 401, headers=CHALLENGE)
     h.token({"access_token": "tok-2", "token_type": "Bearer"})
     layer: Any = h.machine._transport
-    assert len(layer._resent) == 1  # sent again: a second 401 would fail it
+    assert len(layer._held.resent) == 1  # sent again: a second 401 would fail it
     h.result_for(h.request("tools/call"), TEXT_RESULT)
-    assert h.result(t).text == "hi" and not layer._resent
+    assert h.result(t).text == "hi" and not layer._held.resent
 
 
 def test_settings_come_from_the_spec_and_logins_are_kept_under_one_key() -> None:
