@@ -55,7 +55,7 @@ lint: venv
 	$(VENV)/bin/lint-imports --no-logo
 
 typecheck: venv
-	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync _mcp_io
+	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync _mcp_io examples/selectors_driver.py
 
 # The documentation site (mkdocs.yml: docs/*.md and the API reference from the docstrings) into
 # site/. --strict makes every warning an error: a page left out of the nav, a broken link or
