@@ -1,6 +1,6 @@
 """Write docs/states.md from the machine's transition tables (mcp_core/_vocabulary/phases.py).
 
-tests/core/test_phases.py fails while the file and the tables disagree: run this after
+tests/core/vocabulary/test_phases.py fails while the file and the tables disagree: run this after
 changing a table, and read the diff.
 """
 

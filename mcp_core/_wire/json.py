@@ -22,7 +22,7 @@ the same:
   limits on the maximum depth of nesting"). orjson takes 1024 levels, but the machine prints,
   logs and checks what servers send with ``str``, ``json.dumps`` and schema validators, which
   recurse once per level and raised ``RecursionError`` out of ``handle()`` at about 1000 levels
-  less the caller's stack (tests/core/test_fuzz_jsonrpc.py); at 512 they have room to spare.
+  less the caller's stack (tests/core/wire/test_fuzz_jsonrpc.py); at 512 they have room to spare.
 """
 
 from __future__ import annotations

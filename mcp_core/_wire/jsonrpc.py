@@ -116,7 +116,7 @@ def classify(message: object) -> Incoming:
         if message["id"] is None:
             # 2025-11-25: an error whose request id could not be read; nothing to correlate.
             # Only a string message is shown: str() of an array nested deep enough raises
-            # RecursionError (tests/core/test_fuzz_jsonrpc.py).
+            # RecursionError (tests/core/wire/test_fuzz_jsonrpc.py).
             text = error.get("message")
             shown = text[:200] if isinstance(text, str) else "(no message)"
             return InvalidMessage(f"an error for no request: {shown}")

@@ -4,7 +4,7 @@ on 127.0.0.1: the listening GET of a legacy Streamable HTTP session (2025-11-25 
 end. The client must cut that stream once the line is over ``max_message_bytes`` (the server
 counts what it managed to send before the connection ended), reopen the GET, and keep working.
 Every wait is for an event, with a deadline; nothing sleeps and nothing measures time
-(tests/core/test_http_endless_sse.py pins the same with a fake clock)."""
+(tests/core/transport/test_http_endless_sse.py pins the same with a fake clock)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ What is checked after every event (the theory of operation in ``_session/machine
 A failing run prints the rules it ran and every event fed (``note``): those events alone
 reproduce it. Bugs this test found are table tests at the end. ``make test`` runs 200
 derandomized examples; to hunt longer:
-``MCP_FUZZ_EXAMPLES=5000 .venv/bin/pytest tests/core/test_machine_stateful_http.py``.
+``MCP_FUZZ_EXAMPLES=5000 .venv/bin/pytest tests/core/transport/test_machine_stateful_http.py``.
 """
 
 from __future__ import annotations

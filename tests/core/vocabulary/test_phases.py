@@ -23,7 +23,7 @@ from mcp_core.states import (
 )
 from tests.core.harness import Harness
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "states.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "states.md"
 
 
 def test_docs_states_md_is_drawn_from_the_tables() -> None:

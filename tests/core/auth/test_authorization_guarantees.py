@@ -16,8 +16,7 @@ from mcp_core._auth.layer import MAX_AUTHORIZATIONS
 from mcp_core._auth.oauth import may_fetch, protected_resource_metadata_urls
 from mcp_core.replay import encode_action
 from mcp_core.states import AuthPhase
-from tests.core.harness import TEXT_RESULT
-from tests.core.test_authorization import (
+from tests.core.auth.test_authorization import (
     AS_METADATA,
     AS_URL,
     CHALLENGE,
@@ -28,6 +27,7 @@ from tests.core.test_authorization import (
     TOKEN,
     AuthHarness,
 )
+from tests.core.harness import TEXT_RESULT
 
 ROOT_PRM = "https://mcp.example.com/.well-known/oauth-protected-resource"
 OIDC_URL = f"{ISSUER}/.well-known/openid-configuration"
