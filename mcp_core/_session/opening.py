@@ -44,7 +44,7 @@ from .._vocabulary.errors import (
     McpError,
     UnsupportedVersion,
 )
-from .._vocabulary.phases import Step
+from .._vocabulary.phases import Phase, Step
 from .._wire import jsonrpc as rpc
 from .results import names_our_modern_version, rpc_error
 
@@ -98,10 +98,14 @@ class Opening:
         # ``known_era`` given (a replay) wins over the cache.
         self._known_era = known_era if known_era is not None else self._era_cache.get(self._era_key)
         self.known_era: str | None = self._known_era  # the verdict this machine started from
+        # stdio: a modern answer to a probe that came after its deadline, by slot, kept while
+        # the fallback initialize is in flight (see ``probe_expired``).
+        self._late: dict[int, Handshake] = {}
 
     def start(self, connection: Connection) -> None:
         """The transport is up (process running, or an HTTP endpoint to talk to): start the
         handshake the era needs."""
+        self._late.pop(connection.index, None)
         era = self._spec.era if self._spec.era != "auto" else self._known_era
         if era == "sse" and self._http is not None:
             self._http.open_sse(connection)
@@ -128,11 +132,18 @@ class Opening:
             )
 
     def probe_expired(self, connection: Connection) -> None:
-        """No answer to ``server/discover`` in time: a legacy server."""
+        """No answer to ``server/discover`` in time: a legacy server, so ``initialize``.
+
+        Over HTTP the probe is forgotten (its stream closed). On stdio its answer may still
+        come, from a server that was merely slow to start (an interpreter importing, ``npx``
+        fetching a package): a modern answer is kept, and if the server then refuses
+        ``initialize`` naming the modern version, the session is the one that answer
+        describes, with its capabilities and server info (``_initialize_answered``)."""
         connection.probe_deadline = None
-        for request_id in [k for k, v in connection.requests.items() if v == DISCOVER]:
-            del connection.requests[request_id]
-            self._transport.forget(connection, request_id)  # HTTP: close its stream too
+        if self._http is not None:
+            for request_id in [k for k, v in connection.requests.items() if v == DISCOVER]:
+                del connection.requests[request_id]
+                self._transport.forget(connection, request_id)
         self._session.log("DEBUG", "no answer to server/discover: treating the server as legacy")
         self.send_initialize(connection)
 
@@ -159,6 +170,11 @@ class Opening:
         handshake = parse_discover_result(response.result) if response.result else None
         if handshake is None and names_our_modern_version(response.error):
             handshake = _MODERN
+        if connection.phase is not Phase.PROBING:
+            # After its deadline, with initialize in flight: kept for a refusal of initialize.
+            if handshake is not None:
+                self._late[connection.index] = handshake
+            return
         if handshake is None:
             # "Fallback MUST NOT be keyed to one error code": anything else means legacy.
             self.send_initialize(connection)
@@ -170,8 +186,9 @@ class Opening:
         if names_our_modern_version(response.error) and self._spec.era == "auto":
             # A modern-only server refusing initialize (the probe got no usable answer in
             # time): "a recognized modern JSON-RPC error ... do not fall back" (2026-07-28).
+            # The probe's late answer, when it came, says what the server is.
             self._learn("modern")
-            self._session.ready(connection, _MODERN)
+            self._session.ready(connection, self._late.pop(connection.index, _MODERN))
             return
         if response.error is not None:
             error = rpc_error(response.error)

@@ -435,6 +435,20 @@ def sent_methods(path: Path) -> list[str]:
     return methods
 
 
+async def test_a_modern_server_slower_than_the_probe_still_gives_its_capabilities(
+    driver: str,
+) -> None:
+    # The official SDK's server, given no time to answer server/discover (as on a loaded
+    # machine, or a server that takes seconds to import): the client falls back to initialize,
+    # which that server refuses naming 2026-07-28; the probe's late answer says what it is.
+    where = {"command": sys.executable, "args": py_server_argv()[1:]}
+    async with Surface(driver, name="py", probe_timeout=0.001, **where) as c:
+        status = c.status()
+        assert (status.era, status.protocol_version) == ("modern", "2026-07-28")
+        assert status.capabilities is not None and "tools" in status.capabilities
+        assert status.server_info is not None and status.server_info["name"] == "py-test-server"
+
+
 async def test_py_server_resources_prompts_and_completion(
     py_server: Callable[..., Surface],
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -74,6 +75,74 @@ def test_probe_timeout_falls_back_to_initialize_and_late_answer_is_ignored() -> 
     assert h.machine.state == "initializing"
     h.answer(init["id"], {"protocolVersion": "2025-11-25", "capabilities": {}})
     assert h.machine.state == "ready"
+
+
+MODERN_REFUSAL = {
+    "code": -32022,
+    "message": "unsupported protocol version",
+    "data": {"supported": ["2026-07-28"], "requested": "2025-11-25"},
+}
+
+
+def _probe_expired(h: Harness) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Connect, let the probe's deadline pass; the probe and the fallback initialize."""
+    h.feed(core.Connect(now=0.0))
+    h.spawned()
+    probe = h.last_request("server/discover")
+    h.advance(0.5)
+    return probe, h.last_request("initialize")
+
+
+def test_a_slow_modern_server_keeps_what_its_late_probe_answer_says() -> None:
+    # A modern server slow to start (an interpreter importing, npx fetching) answers the probe
+    # after its deadline, then refuses the fallback initialize naming 2026-07-28: the session
+    # is the one the late answer describes, capabilities and server info included.
+    cache: dict[str, str] = {}
+    h = Harness(era_cache=cache, probe_timeout=0.5)
+    probe, init = _probe_expired(h)
+    h.answer(
+        probe["id"],
+        {
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {"listChanged": True}},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "slow", "version": "3"}},
+        },
+    )
+    assert h.machine.state == "initializing"  # kept, not acted on: initialize is in flight
+    h.stdout({"jsonrpc": "2.0", "id": init["id"], "error": MODERN_REFUSAL})
+    status = h.machine.status(h.now)
+    assert (status.state, status.era) == ("ready", "modern")
+    assert status.capabilities == {"tools": {"listChanged": True}}
+    assert status.server_info == {"name": "slow", "version": "3"}
+    assert list(cache.values()) == ["modern"]
+
+
+def test_without_a_late_probe_answer_a_modern_refusal_knows_no_capabilities() -> None:
+    h = Harness(probe_timeout=0.5)
+    probe, init = _probe_expired(h)
+    h.answer_error(probe["id"], -32601, "method not found")  # late and not modern: dropped
+    h.stdout({"jsonrpc": "2.0", "id": init["id"], "error": MODERN_REFUSAL})
+    status = h.machine.status(h.now)
+    assert (status.state, status.era) == ("ready", "modern")
+    assert (status.capabilities, status.server_info) == (None, None)
+
+
+def test_a_late_probe_answer_is_forgotten_on_the_next_connection() -> None:
+    h = Harness(probe_timeout=0.5)
+    probe, _ = _probe_expired(h)
+    late = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+    h.answer(probe["id"], {"resultType": "complete", **late})
+    h.exited(1)  # the connection fails before initialize is answered
+    h.fire_due()  # the retry: a new process, a new probe
+    h.spawned()
+    h.take()
+    h.advance(0.5)  # the new probe's deadline too
+    init = h.last_request("initialize")
+    h.stdout({"jsonrpc": "2.0", "id": init["id"], "error": MODERN_REFUSAL})
+    status = h.machine.status(h.now)
+    assert status.state == "ready"
+    assert status.capabilities is None  # not what the first process's probe said
 
 
 def test_modern_server_is_ready_after_discover_and_every_request_carries_meta() -> None:
