@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .._config.spec import Spec
-from .._transport.connection import Connection, Requests, Work
+from .._transport.connection import Connection, Requests
 from .._transport.eras import LOG_LEVEL_META, modern_meta
 from .._transport.tool_headers import Designated, mirror, param_headers
+from .._transport.work import CallWork, InputRounds, ListWork, RequestWork, Work
 from .._vocabulary.actions import Action, ProgressUpdate, Reply
 from .._vocabulary.errors import (
     Busy,
@@ -203,9 +204,9 @@ class Calls:
             self._reply(
                 work.ticket,
                 error=RequestTimeout(
-                    f"{work.method} {work.name or ''} got no answer within {work.timeout:g} s; "
-                    "the server was told to cancel it (raise timeout= or call_timeout if the "
-                    "tool is slow)".replace("  ", " ")
+                    f"{work.method} {work.name if isinstance(work, CallWork) else ''} got no "
+                    f"answer within {work.timeout:g} s; the server was told to cancel it (raise "
+                    "timeout= or call_timeout if the tool is slow)".replace("  ", " ")
                 ),
             )
 
@@ -248,7 +249,7 @@ class Calls:
         if self._refused(event.ticket, method):
             return
         self._admit(
-            Work(
+            ListWork(
                 ticket=event.ticket,
                 method=method,
                 admitted_at=now,
@@ -276,7 +277,7 @@ class Calls:
             return
         timeout = event.timeout or self._spec.call_timeout
         self._admit(
-            Work(
+            RequestWork(
                 ticket=event.ticket,
                 method=event.method,
                 admitted_at=self._session.now,
@@ -306,7 +307,8 @@ class Calls:
             self._withdrawn = {ticket for ticket in self._withdrawn if ticket in works} | {
                 work.ticket
                 for work in works.values()
-                if work.method == "resources/subscribe"
+                if isinstance(work, RequestWork)
+                and work.method == "resources/subscribe"
                 and (work.params or {}).get("uri") == event.uri
             }
         if self._modern():
@@ -317,7 +319,7 @@ class Calls:
             return
         timeout = event.timeout or self._spec.call_timeout
         self._admit(
-            Work(
+            RequestWork(
                 ticket=event.ticket,
                 method=method,
                 admitted_at=self._session.now,
@@ -367,7 +369,7 @@ class Calls:
         """A caller calls a tool."""
         timeout = event.timeout or self._spec.call_timeout
         facts = event.reservation
-        work = Work(
+        work = CallWork(
             ticket=event.ticket,
             method="tools/call",
             admitted_at=self._session.now,
@@ -424,7 +426,7 @@ class Calls:
         # where it started: progress never pulls a deadline in).
         ceiling = work.admitted_at + max(work.timeout, self._spec.max_call_timeout)
         self._admission.push_out(work, min(self._session.now + work.timeout, ceiling))
-        if work.progress:
+        if isinstance(work, CallWork) and work.progress:
             total = params.get("total")
             message = params.get("message")
             self._out.append(
@@ -459,7 +461,7 @@ class Calls:
         result = response.result
         assert result is not None
         result_type = result.get("resultType", "complete")
-        if result_type == "input_required" and work.method == "tools/call":
+        if result_type == "input_required" and isinstance(work, CallWork):
             self._on_input_required(connection, work, result)
         elif result_type != "complete":
             # "MUST treat an unrecognized value as invalid" (2026-07-28 basic/index).
@@ -470,7 +472,7 @@ class Calls:
                     f"resultType {str(result_type)[:40]!r} is not one this client knows",
                 ),
             )
-        elif work.method == "tools/call":
+        elif isinstance(work, CallWork):
             value, problem = call_result(result)
             if value is not None and value.structured_content is not None and not value.is_error:
                 tool = self._tools_by_name.get(work.name)
@@ -478,11 +480,12 @@ class Calls:
                     problem = self._schemas.check(tool, value.structured_content)
                     value = None if problem is not None else value
             self.finish(work, value, error=problem)
-        elif work.kind:
+        elif isinstance(work, ListWork):
             self._on_list_page(connection, work, result)
-        elif work.method == "ping" and not work.raw:
+        elif isinstance(work, RequestWork) and work.method == "ping" and not work.raw:
             self.finish(work, max(0.0, self._session.now - work.sent_at))
         else:
+            assert isinstance(work, RequestWork)  # the one kind left
             answer, problem = (result, None) if work.raw else request_result(work.method, result)
             params = work.params or {}
             if work.method == "logging/setLevel":
@@ -492,33 +495,33 @@ class Calls:
             self.finish(work, answer, error=problem)
 
     def _on_input_required(
-        self, connection: Connection, work: Work, result: Mapping[str, Any]
+        self, connection: Connection, work: CallWork, result: Mapping[str, Any]
     ) -> None:
         """2026-07-28 basic/patterns/mrtr: fulfil ``inputRequests`` with the application's
         handlers, then retry as a new request with ``inputResponses`` and ``requestState``
         echoed byte for byte (never one the server did not send)."""
-        work.rounds += 1
-        requests, state, problem = input_requests(result, work.rounds)
+        rounds = 1 if work.inputs is None else work.inputs.rounds + 1
+        requests, state, problem = input_requests(result, rounds)
         if problem is None:
             problem = self._asks.input_problem(requests)
         if problem is not None:
             self.finish(work, error=InvalidResponse(work.method, problem))
             return
-        work.request_state = state
-        work.input_responses = {}
-        work.awaiting = set(requests)
+        work.inputs = inputs = InputRounds(rounds, set(requests), {}, state)
         for key, ask in requests.items():
             params = ask.get("params")
             self._asks.ask_input(
                 work.ticket, key, ask["method"], params if isinstance(params, dict) else {}
             )
-        if not work.awaiting:
-            self._retry_with_inputs(connection, work)  # "MAY retry immediately" with none
+        if not inputs.awaiting:
+            self._retry_with_inputs(connection, work, inputs)  # "MAY retry immediately"
 
     def input_answered(self, ticket: int, key: str, event: ServerRequestAnswered) -> None:
         work = self._admission.works.get(ticket)
-        if work is None or not work.awaiting or key not in work.awaiting or work.slot is None:
+        inputs = work.inputs if isinstance(work, CallWork) else None
+        if inputs is None or key not in inputs.awaiting:
             return  # the call ended meanwhile (timeout, cancel, loss)
+        assert isinstance(work, CallWork) and work.slot is not None  # sent: in its window
         if event.result is None:
             self.finish(
                 work,
@@ -527,22 +530,22 @@ class Calls:
                 ),
             )
             return
-        work.awaiting.discard(key)
-        assert work.input_responses is not None  # made with awaiting
-        work.input_responses[key] = dict(event.result)
-        if not work.awaiting:
-            self._retry_with_inputs(self._connections[work.slot], work)
+        inputs.awaiting.discard(key)
+        inputs.responses[key] = dict(event.result)
+        if not inputs.awaiting:
+            self._retry_with_inputs(self._connections[work.slot], work, inputs)
 
-    def _retry_with_inputs(self, connection: Connection, work: Work) -> None:
+    def _retry_with_inputs(self, connection: Connection, work: Work, inputs: InputRounds) -> None:
         # A connection that fails answers the work waiting between rounds, so it is ready.
         assert connection.phase is Phase.READY
-        extra: dict[str, Any] = {"inputResponses": work.input_responses}
-        if work.request_state is not None:
-            extra["requestState"] = work.request_state
+        extra: dict[str, Any] = {"inputResponses": inputs.responses}
+        if inputs.request_state is not None:
+            extra["requestState"] = inputs.request_state
         self._send_work(connection, work, extra)
 
-    def _on_list_page(self, connection: Connection, work: Work, result: Mapping[str, Any]) -> None:
-        assert work.items is not None and work.cursors is not None  # a list's work
+    def _on_list_page(
+        self, connection: Connection, work: ListWork, result: Mapping[str, Any]
+    ) -> None:
         cursor, problem, warning = list_page(
             work.kind, result, work.items, work.cursors, self._spec.max_list_pages
         )
@@ -622,11 +625,11 @@ class Calls:
     ) -> None:
         params: dict[str, Any] = {}
         meta: dict[str, Any] = dict(work.meta) if work.meta else {}
-        if work.method == "tools/call":
+        if isinstance(work, CallWork):
             params["name"] = work.name
             if work.arguments is not None:
                 params["arguments"] = dict(work.arguments)
-        elif work.params:
+        elif isinstance(work, RequestWork) and work.params:
             params.update(work.params)
             given = params.pop("_meta", None)
             if isinstance(given, dict):  # the caller's own _meta keys, under the protocol's
@@ -641,13 +644,13 @@ class Calls:
                 meta[LOG_LEVEL_META] = self.log_level
             if method == "ping":
                 method = "server/discover"  # 2026-07-28 has no ping; discover is as cheap
-        if work.progress:
+        if isinstance(work, CallWork) and work.progress:
             # The token is the request id: unique among active requests, as progress requires.
             meta["progressToken"] = self._session.next_request_id
         self._admission.enter(work, connection)
         work.sent_at = self._session.now
         work.sent_extra = extra
-        if method == "tools/call" and connection.modern and work.name in self._designated:
+        if isinstance(work, CallWork) and connection.modern and work.name in self._designated:
             # 2026-07-28 streamable-http §Custom Headers: Mcp-Param-{Name} per annotated
             # argument (the HTTP transport sends them; stdio "MAY ignore" them).
             work.headers = mirror(work.arguments, self._designated[work.name])

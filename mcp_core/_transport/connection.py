@@ -1,5 +1,6 @@
-"""The state every layer of the machine shares: a piece of caller work, and a connection; and
-the calls between the session and its transport, both ways (``Transport`` down, ``Session`` up).
+"""The state every layer of the machine shares: a connection (and, in ``work.py``, the caller
+work it carries); and the calls between the session and its transport, both ways
+(``Transport`` down, ``Session`` up).
 
 A ``Connection`` is one server process (stdio) or one HTTP session: its phase (the table in
 ``_vocabulary/phases.py``), the handshake it reached, and the JSON-RPC requests it has in
@@ -18,6 +19,7 @@ from .._vocabulary.events import Event
 from .._vocabulary.phases import Phase, SessionPhase, Step, connection_step
 from .._wire import jsonrpc as rpc
 from .eras import Handshake
+from .work import Work
 
 __all__ = [
     "DISCOVER",
@@ -33,45 +35,6 @@ __all__ = [
 # The machine's own requests a connection can have in flight next to caller work.
 DISCOVER = "server/discover"
 INITIALIZE = "initialize"
-
-
-@dataclass(slots=True, eq=False)
-class Work:
-    """One caller's request (a tools/call, a page of a list, any other request), from
-    admission to its single reply."""
-
-    ticket: int
-    method: str
-    admitted_at: float
-    timeout: float
-    deadline: float
-    name: str = ""
-    arguments: Mapping[str, Any] | None = None
-    progress: bool = False
-    reserved: bool = False  # holds a reservation not yet settled
-    meta: Mapping[str, Any] | None = None  # the caller's own _meta entries (trace context)
-    # 2026-07-28 multi round-trip requests: what the next round sends back. The containers
-    # here and below are made when first needed: one Work is built per call.
-    rounds: int = 0
-    awaiting: set[str] | None = None  # input keys the handlers still owe
-    input_responses: dict[str, Any] | None = None
-    request_state: str | None = None
-    sent_extra: Mapping[str, Any] | None = None  # what the last round added (cursor, inputs)
-    version_retried: bool = False  # sent again once after a -32022 naming our version
-    # 2026-07-28 HTTP: the Mcp-Param-* headers of a tools/call (x-mcp-header)
-    headers: list[tuple[str, str]] | None = None
-    slot: int | None = None  # set while it holds a place in a connection's window
-    request_id: int | None = None
-    # A list (``kind`` as in ``_session/results.LISTS``), page by page
-    kind: str = ""
-    items: list[Any] | None = None
-    cursors: set[str] | None = None
-    generation: int = 0  # of the list it was asked under
-    ttl: float | None = None  # the smallest ttlMs of its pages, in seconds (2026-07-28)
-    # Any other request: its params; raw: the result as received, not its model
-    params: Mapping[str, Any] | None = None
-    raw: bool = False
-    sent_at: float = 0.0  # when it was last sent (ping's round trip)
 
 
 @dataclass(slots=True, eq=False)

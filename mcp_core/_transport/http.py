@@ -66,6 +66,7 @@ from .http_parts import (
     request_headers,
 )
 from .jitter import Jitter, backoff_delay
+from .work import CallWork
 
 __all__ = ["HttpEvent", "HttpTransport"]
 
@@ -173,7 +174,7 @@ class HttpTransport:
         link = self._links[connection.index]
         headers = self._headers(connection, "POST", message)
         owner = connection.requests.get(request_id) if request_id is not None else None
-        if isinstance(owner, Work) and owner.headers:
+        if isinstance(owner, CallWork) and owner.headers:
             headers = (*headers, *owner.headers)
         stream = _Stream(
             kind="post",
