@@ -1,3 +1,7 @@
+# Written twice, by hand (mcp_asyncio/_process.py is its twin): the pipes of a server process
+# are read by a shared I/O thread or the waiting caller's own thread here, by event-loop
+# callbacks (asyncio) or tasks (trio) there, and each waits for the process its own way. What
+# the two share without any waiting (wording a failed spawn) is _mcp_io's.
 """The I/O handles of one stdio slot: a child process and its pipes, watched by the I/O thread
 that every session of this process shares.
 
