@@ -26,7 +26,7 @@ on an event loop. stdin is written by the caller thread that queued first (``wri
 
 Theory of operation: who reads stdout
 -------------------------------------
-A caller that waits alone (the client decides: ``Client._alone``) reads its own answer from
+A caller that waits alone (its session decides: ``Session._alone``) reads its own answer from
 stdout in its own thread (``read_until``) instead of waiting for the I/O thread to read it
 and wake it: two thread switches fewer per sequential call. Its request was written from its
 own thread too (``write(alone=True)``), so a sequential call needs no other thread at all.
@@ -388,8 +388,8 @@ class ProcessSlot:
 
     def write(self, data: bytes, *, alone: bool = False) -> bool:
         """Write ``data`` to stdin after every write before (a failed write is fed back as
-        WriteFailed by the writer); never blocks. Call it under the client's lock (it is,
-        from ``Client._perform``): that keeps the write order the feed order. True: the
+        WriteFailed by the writer); never blocks. Call it under the session's lock (it is,
+        from ``Session._perform``): that keeps the write order the feed order. True: the
         caller is now the writer and must call ``flush`` once the lock is released.
 
         With ``alone`` (the client has at most one caller waiting) a message of up to PIPE_BUF
