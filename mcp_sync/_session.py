@@ -248,12 +248,6 @@ class Session:
         self._old_slots = self._own.old_slots
         self._stopped = threading.Event()
 
-    def status(self) -> Status:
-        """``Client.status()``: the machine's status now, never before the last event's."""
-        self.check()
-        with self.lock:
-            return self.machine.status(max(self._last_now, time.monotonic()))
-
     # --- lifecycle -----------------------------------------------------------------------
 
     def start(self, owner: object) -> None:
@@ -280,8 +274,9 @@ class Session:
             self._phase = "running"
             self._origin = own.origin = Origin()
             own.timers = SharedLoop.acquire("timer")
-            # Not self: the finalizer must not keep the client alive. Not at exit: _at_exit
-            # stops the clients still running then, with stop().
+            # On the client, called with what it owns outside itself, not with self (this
+            # session is the client's: the finalizer must keep neither alive). Not at exit:
+            # _at_exit stops the clients still running then, with stop().
             self._finalizer = weakref.finalize(owner, _forgotten, own)
             self._finalizer.atexit = False
             _RUNNING.add(self)
@@ -372,6 +367,12 @@ class Session:
         origin = self._origin
         if origin is not None and not origin.here():
             raise UsedAfterFork(self._spec.name, origin.pid, os.getpid())
+
+    def status(self) -> Status:
+        """``Client.status()``: the machine's status now, never before the last event's."""
+        self.check()
+        with self.lock:
+            return self.machine.status(max(self._last_now, time.monotonic()))
 
     def _submit(
         self,
