@@ -1,22 +1,32 @@
+# The source of mcp_sync/_group.py (scripts/unasync.py generates it): edit here, then run it.
 """Many servers behind one tool list: ``ClientGroup``, on anyio.
 
-The same API as ``mcp_sync.ClientGroup``, awaited. The group starts its clients one after the
-other (each returns at once: it connects in the background, in a task of its own) and stops
-them concurrently, in a task group that lives only as long as ``stop()``. The naming rules, the
-routing table and the reading of specs (``mcp_core.group.plan_group``) are the core's, shared with
-the blocking driver.
+The group starts one ``Client`` per server, waits for all of them against one deadline, shows
+every ready server's tools under namespaced names ``mcp__<server>__<tool>`` and routes each
+call back to its server under the tool's own name. One bad server never blocks or breaks the
+others: its ``Status`` says why it is down and a call to it raises that server's own error.
+
+Beyond tools, prompts are namespaced and routed the same way (``mcp__<server>__<prompt>``), and
+resources, whose URIs mean something only to their own server, are listed per server and read
+from a named server.
+
+The naming rules (``mcp_core.group.ToolTable``, ``PromptTable``) and the reading of specs into
+clients to build and refusals (``mcp_core.group.plan_group``) are the core's, shared with
+``mcp_sync``. The group starts its clients one after the other (each returns at once: it
+connects in the background); what it does to many clients at once (listing, stopping) is
+``_fanout``'s.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from functools import partial
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
-import anyio
-
 from _mcp_io.client import client_keywords, left_out, publish, server_log
+from _mcp_io.fork import Origin
 from mcp_core import (
     CallToolResult,
     GetPromptResult,
@@ -28,11 +38,11 @@ from mcp_core import (
     ResourceTemplate,
     Status,
     Tool,
-    UsedAfterFork,
 )
 from mcp_core.group import GroupSpecs, PromptTable, ToolTable, down_error, plan_group
 
 from ._client import Client
+from ._fanout import TableLock, all_at_once, stop_all
 
 __all__ = ["ClientGroup"]
 
@@ -45,32 +55,51 @@ T = TypeVar("T")
 class ClientGroup:
     """Many MCP servers, one namespaced tool list, on anyio (asyncio or trio).
 
-    ``async with ClientGroup({"fs": {...}, "web": {...}}) as group:`` starts every client,
-    waits (one shared deadline: the largest ``init_timeout``, unless ``wait=False``) and, when
-    the block ends, stops them all at once (shielded), leaving no process behind. ``specs`` is
-    a mapping of server name to ``Spec`` or mapping (a mapping gets ``name`` = its key unless
-    it has one) or a loaded config (``.servers``, ``.skipped``). ``client_options`` go to every
-    client: Client keywords (``elicitation=``, ...) as they are, spec fields
-    (``call_timeout=``, ...) over each server's own. A server refused here is reported by
-    ``status()``, never raised; ``TypeError`` only for an unknown option or ``specs`` of the
-    wrong type. Like ``Client``, it belongs to the event loop it was started on
-    (``WrongEventLoop`` elsewhere) and to the process (``UsedAfterFork`` in a forked child); a
-    group never stopped has its clients stopped when the run ends, each with a
-    ``ResourceWarning``.
+    ``async with ClientGroup({"fs": {...}, "web": {...}}) as group:`` starts every client, waits
+    (one shared deadline: the largest ``init_timeout``, unless ``wait=False``) and, when the
+    block ends, stops them all at once, leaving no process behind. ``specs`` is a mapping of
+    server name to ``Spec`` or mapping (a mapping gets ``name`` = its key unless it has one) or
+    a loaded config (``.servers``, ``.skipped``). ``client_options`` go to every client: Client
+    keywords (``elicitation=``, ...) as they are, spec fields (``call_timeout=``, ...) over
+    each server's own. A server refused here is reported by ``status()``, never raised;
+    ``TypeError`` only for an unknown option or ``specs`` of the wrong type. A group runs once:
+    ``start()`` after ``stop()`` raises ``NotReady('closed')``.
 
-    ``fail_fast=True`` makes the group's readiness waits stop waiting for a server at its first
-    failed connect attempt (it keeps retrying in the background); each client's own
-    ``await_ready`` keeps its spec's ``fail_fast``. See ``mcp_sync.ClientGroup``.
+    ``fail_fast=True`` makes the group's readiness waits (the ``async with`` block's and
+    ``await_ready``'s) stop waiting for a server as soon as a connect attempt of it fails: a
+    crash-looping server then costs one attempt, not the whole deadline, and keeps retrying
+    in the background (its Status shows ``last_error`` and ``retry_in``; a later call works
+    once it is up). It is a choice of the group's waits, not of the clients: each client's own
+    ``await_ready`` keeps its spec's ``fail_fast``. With ``fail_fast=False`` (the default) the
+    group waits for each server as its spec says, so a server whose spec has ``fail_fast`` is
+    still given up on at its first failure.
 
-    Tool names are ``mcp__<server>__<tool>`` (see ``mcp_core.group.ToolTable``); the key of a
-    server in ``specs`` is its name there, in ``status()`` and in ``clients``.
+    Tool names are ``mcp__<server>__<tool>`` (see ``ToolTable``); the key of a server in
+    ``specs`` is its name there, in ``status()`` and in ``clients``.
 
-    Beyond tools, the same choices as ``mcp_sync.ClientGroup``: prompts are named
-    ``mcp__<server>__<prompt>`` by the tools' rules (``PromptTable``), and ``get_prompt`` of a
-    name no server lists raises ``UnknownPrompt``; resources and templates are listed per
-    server (``dict`` of server name to list; a server that is down, offers no resources or
-    fails to list them is left out and logged to ``mcp_client.<server>``) and read with
-    ``read_resource(server, uri)``, since a URI means something only to its own server.
+    Beyond tools:
+
+    - Prompts are named exactly like tools, ``mcp__<server>__<prompt>`` (``PromptTable``: the
+      same server parts, shortening and duplicate rule, in a table of their own, so a tool
+      and a prompt may share a name). ``get_prompt`` of a name no server lists raises
+      ``mcp_core.UnknownPrompt``, ``UnknownTool``'s twin: a name is either kind's,
+      never both, so each kind has its own error.
+    - Resources are not namespaced: a URI means something only to its own server, and
+      rewriting it would break the links between resources. ``list_resources`` and
+      ``list_resource_templates`` return ``{server: [...]}`` in server order, and
+      ``read_resource(server, uri)`` names the server. A server that is down, offers no
+      resources (``NotSupported``) or fails to list them has no entry; why is logged to
+      ``mcp_client.<server>`` (info for not offering them, warning for a failure), and the
+      rest of the group is listed as usual.
+
+    Like ``Client``, a group belongs to the event loop it was started on: used from another
+    loop, its methods raise ``WrongEventLoop``.
+
+    After ``os.fork()``, as for a ``Client``: in the child every method of a group started in
+    the parent raises ``UsedAfterFork`` (``status()`` too), touching nothing, and ``stop()``
+    (so the end of an ``async with`` block) returns at once without raising. A group nobody
+    stopped is collected with its clients: each warns and has its server stopped (see
+    ``Client``).
     """
 
     def __init__(
@@ -94,6 +123,8 @@ class ClientGroup:
         self._fail_fast = fail_fast
         for name, status in self._down.items():
             server_log(name).warning("server %r is not started: %s", name, status.last_error)
+        self._lock = TableLock()  # guards the tables
+        self._origin: Origin | None = None  # the process that started it
         self._phase = "new"  # -> "running" -> "stopped": a group runs once
 
     @property
@@ -102,8 +133,20 @@ class ClientGroup:
         return MappingProxyType(self._clients)
 
     def __repr__(self) -> str:
+        if self._origin is not None and not self._origin.here():
+            return f"<mcp_asyncio.ClientGroup {', '.join(self._order)} (in a forked child)>"
         states = ", ".join(f"{name}={s.state}" for name, s in self.status().items())
         return f"<mcp_asyncio.ClientGroup {states}>"
+
+    def _check(self, clients: Iterable[Client] = ()) -> None:
+        """``UsedAfterFork`` in a forked child of the process that started the group, before
+        anything is touched (a lock copied from the parent may be held for ever); then what
+        each of ``clients`` would raise for being used here (``WrongEventLoop`` on another loop):
+        before a fan-out, which reads a client's ``McpError`` as that server being down."""
+        if self._origin is not None:
+            self._origin.check(", ".join(self._order))
+        for client in clients:
+            client._session.check()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -111,49 +154,42 @@ class ClientGroup:
         """Start every client; each connects in the background, so this returns at once.
 
         If a client cannot start, the ones already started are stopped and its error is
-        raised. ``NotReady('closed')`` on a stopped group.
+        raised. ``NotReady('closed')`` on a stopped group; nothing on a running one.
         """
+        self._check(self._clients.values())
         if self._phase == "running":
-            self._check()
             return
         if self._phase == "stopped":
             raise NotReady("closed")
+        self._origin = Origin()
         started: list[Client] = []
         try:
             for client in self._clients.values():
                 await client.start()
                 started.append(client)
         except BaseException:
-            await _stop_all(started)
+            await stop_all(started)
             raise
         self._phase = "running"
 
     async def stop(self) -> None:
         """Stop every client at once and wait until every server process is gone. Never
-        raises for a server; a cancelled caller still waits for it (shielded); idempotent.
-        ``WrongEventLoop`` on another loop, as ``Client.stop``; in a forked child it returns,
-        touching nothing."""
-        clients = list(self._clients.values()) if self._phase == "running" else []
-        try:
-            self._check(clients)  # before any client is stopped
-        except UsedAfterFork:
+        raises for a server; idempotent; a cancelled caller still waits for it (shielded). In
+        a forked child of the process that started the group it returns at once, touching
+        nothing."""
+        if self._origin is not None and not self._origin.here():
             return  # the sessions are the parent's
+        clients = list(self._clients.values())
+        self._check(clients)  # before any client is stopped
         self._phase = "stopped"
-        await _stop_all(clients)
-
-    def _check(self, clients: Iterable[Client] | None = None) -> None:
-        """``WrongEventLoop`` on another loop, ``UsedAfterFork`` in a forked child, as each
-        client would raise: before a fan-out, which reads a client's ``McpError`` as that
-        server being down (and whose task group would fail first without a loop)."""
-        for client in self._clients.values() if clients is None else clients:
-            client._session.check()
+        await stop_all(clients)
 
     async def __aenter__(self) -> ClientGroup:
         await self.start()
         if self._wait:
             try:
                 await self.await_ready(self._init_timeout)
-            except BaseException:  # only a cancellation: await_ready never raises for a server
+            except BaseException:  # only an interruption: await_ready never raises for a server
                 await self.stop()
                 raise
         return self
@@ -177,24 +213,20 @@ class ClientGroup:
         ``fail_fast`` (default: the group's) True stops waiting for a server at its first
         failed attempt; False leaves it to each server's spec. ``ValueError`` for a negative
         timeout."""
+        self._check(self._clients.values())
         if timeout < 0:
             raise ValueError("timeout must be >= 0")
         # True decides every client's wait; otherwise each spec's fail_fast does (None).
         quick = True if (self._fail_fast if fail_fast is None else fail_fast) else None
         deadline = time.monotonic() + timeout
-        self._check()
-        async with anyio.create_task_group() as tasks:
-            for name, client in self._clients.items():
-                tasks.start_soon(self._await_one, name, client, deadline, quick)
+        # One after the other against the same deadline: every client connects in the
+        # background meanwhile, so this waits no longer than waiting for all at once.
+        for name, client in self._clients.items():
+            try:
+                await client.await_ready(max(0.0, deadline - time.monotonic()), fail_fast=quick)
+            except McpError as exc:
+                server_log(name).debug("server %r is not ready: %s", name, exc)
         return self.status()
-
-    async def _await_one(
-        self, name: str, client: Client, deadline: float, fail_fast: bool | None
-    ) -> None:
-        try:
-            await client.await_ready(max(0.0, deadline - time.monotonic()), fail_fast=fail_fast)
-        except McpError as exc:
-            server_log(name).debug("server %r is not ready: %s", name, exc)
 
     async def list_tools(
         self, *, refresh: bool = False, timeout: float | None = None
@@ -211,8 +243,9 @@ class ClientGroup:
             "tools", lambda client: client.list_tools(refresh=refresh, timeout=timeout)
         )
         out: list[Tool] = []
-        for name, tools in listed.items():
-            out.extend(publish(self._table, name, tools))
+        with self._lock:
+            for name, tools in listed.items():
+                out.extend(publish(self._table, name, tools))
         return out
 
     async def call_tool(
@@ -226,13 +259,16 @@ class ClientGroup:
         refused at construction ``ConnectFailed(permanent)`` with the reason); otherwise
         whatever ``Client.call_tool`` raises.
         """
+        self._check()
         server, tool = await self._route(self._table, name)
         return await self._clients[server].call_tool(tool, arguments, **options)
 
     def resolve(self, name: str) -> tuple[str, str] | None:
         """``(server, tool)`` behind a name ``list_tools()`` returned; None if not (yet)
         listed. Never does I/O."""
-        return self._table.resolve(name)
+        self._check()
+        with self._lock:
+            return self._table.resolve(name)
 
     # --- beyond tools ----------------------------------------------------------------------
 
@@ -251,8 +287,9 @@ class ClientGroup:
             "prompts", lambda client: client.list_prompts(refresh=refresh, timeout=timeout)
         )
         out: list[Prompt] = []
-        for name, prompts in listed.items():
-            out.extend(publish(self._prompts, name, prompts))
+        with self._lock:
+            for name, prompts in listed.items():
+                out.extend(publish(self._prompts, name, prompts))
         return out
 
     async def get_prompt(
@@ -270,13 +307,16 @@ class ClientGroup:
         server that offers no prompts; otherwise whatever ``Client.get_prompt`` raises (a
         ``JsonRpcError`` for arguments the server refuses).
         """
+        self._check()
         server, prompt = await self._route(self._prompts, name)
         return await self._clients[server].get_prompt(prompt, arguments, timeout=timeout)
 
     def resolve_prompt(self, name: str) -> tuple[str, str] | None:
         """``(server, prompt)`` behind a name ``list_prompts()`` returned; None if not (yet)
         listed. Never does I/O."""
-        return self._prompts.resolve(name)
+        self._check()
+        with self._lock:
+            return self._prompts.resolve(name)
 
     async def list_resources(
         self, *, refresh: bool = False, timeout: float | None = None
@@ -314,10 +354,12 @@ class ClientGroup:
         with the reason; otherwise whatever ``Client.read_resource`` raises (``NotReady``,
         ``NotSupported`` when it offers no resources, ``JsonRpcError`` for an unknown URI).
         """
+        self._check()
         return await self._client_of(server).read_resource(uri, timeout=timeout)
 
     def status(self) -> dict[str, Status]:
         """Every server's status, in the order of ``specs``; never blocks on I/O."""
+        self._check()
         return {
             name: self._down[name] if name in self._down else self._clients[name].status()
             for name in self._order
@@ -328,7 +370,7 @@ class ClientGroup:
     async def _each_ready(self, what: str, fetch: Callable[[Client], Awaitable[T]]) -> dict[str, T]:
         """``fetch(client)`` of every ready client at once, by server name in server order;
         a server whose fetch raises ``McpError`` is left out, and why is logged."""
-        self._check()
+        self._check(self._clients.values())
         got: dict[str, T] = {}
 
         async def one(name: str, client: Client) -> None:
@@ -337,10 +379,12 @@ class ClientGroup:
             except McpError as exc:
                 left_out(name, what, exc)
 
-        async with anyio.create_task_group() as tasks:
-            for name, client in self._clients.items():
-                if client.status().state == "ready":
-                    tasks.start_soon(one, name, client)
+        ready = [
+            partial(one, name, client)
+            for name, client in self._clients.items()
+            if client.status().state == "ready"
+        ]
+        await all_at_once(ready)
         return {name: got[name] for name in self._order if name in got}
 
     def _client_of(self, server: str) -> Client:
@@ -351,10 +395,11 @@ class ClientGroup:
         raise KeyError(f"no server named {server!r} in this group (servers: {self._order})")
 
     async def _route(self, table: ToolTable | PromptTable, name: str) -> tuple[str, str]:
-        route = table.resolve(name)
+        with self._lock:
+            route = table.resolve(name)
+            server = table.server_of(name)
         if route is not None:
             return route
-        server = table.server_of(name)
         if server is None:
             raise table.unknown(name)
         if server in self._down:
@@ -362,18 +407,15 @@ class ClientGroup:
         # Not listed yet (cheap: the client's cache); raises the client's error if it is down.
         client = self._clients[server]
         if isinstance(table, PromptTable):
-            publish(table, server, await client.list_prompts())
+            prompts = await client.list_prompts()
+            with self._lock:
+                publish(table, server, prompts)
+                route = table.resolve(name)
         else:
-            publish(table, server, await client.list_tools())
-        route = table.resolve(name)
+            tools = await client.list_tools()
+            with self._lock:
+                publish(table, server, tools)
+                route = table.resolve(name)
         if route is None:
             raise table.unknown(name)
         return route
-
-
-async def _stop_all(clients: list[Client]) -> None:
-    """Stop ``clients`` at once; a cancelled caller still waits for them (shielded)."""
-    with anyio.CancelScope(shield=True):
-        async with anyio.create_task_group() as tasks:
-            for client in clients:
-                tasks.start_soon(client.stop)

@@ -1,3 +1,7 @@
+# Written twice, by hand (mcp_sync/_http.py is its twin): connections here are asyncio protocols
+# or anyio streams read by callbacks and tasks of the loop; there, blocking sockets that worker
+# threads and the callers' own threads read. What goes on the wire and the pool's bookkeeping
+# are shared, in _mcp_io (h11wire, http).
 """HTTP requests of the anyio driver: a pool of h11 keep-alive connections of our own, driven by
 what arrives on them.
 

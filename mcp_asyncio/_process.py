@@ -1,3 +1,7 @@
+# Written twice, by hand (mcp_sync/_process.py is its twin): the pipes of a server process are
+# read by event-loop callbacks (asyncio) or tasks (trio) here, by a shared I/O thread or the
+# waiting caller's own thread there, and each waits for the process its own way. What the two
+# share without any waiting (wording a failed spawn) is _mcp_io's.
 """One stdio server process: spawn it, pump its pipes, reap it (the anyio I/O edge).
 
 A ``ProcessSlot`` holds only I/O handles, never protocol state. It turns what happens to the

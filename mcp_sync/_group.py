@@ -1,9 +1,11 @@
+# Generated from mcp_asyncio/_group.py by scripts/unasync.py; do not edit (edit that file
+# and run the script: docs/architecture.md, The twin drivers).
 """Many servers behind one tool list: ``ClientGroup``, blocking.
 
 The group starts one ``Client`` per server, waits for all of them against one deadline, shows
-every ready server's tools under namespaced names ``mcp__<server>__<tool>`` and routes each call
-back to its server under the tool's own name. One bad server never blocks or breaks the others:
-its ``Status`` says why it is down and a call to it raises that server's own error.
+every ready server's tools under namespaced names ``mcp__<server>__<tool>`` and routes each
+call back to its server under the tool's own name. One bad server never blocks or breaks the
+others: its ``Status`` says why it is down and a call to it raises that server's own error.
 
 Beyond tools, prompts are namespaced and routed the same way (``mcp__<server>__<prompt>``), and
 resources, whose URIs mean something only to their own server, are listed per server and read
@@ -11,14 +13,15 @@ from a named server.
 
 The naming rules (``mcp_core.group.ToolTable``, ``PromptTable``) and the reading of specs into
 clients to build and refusals (``mcp_core.group.plan_group``) are the core's, shared with
-``mcp_asyncio``.
+``mcp_asyncio``. The group starts its clients one after the other (each returns at once: it
+connects in the background); what it does to many clients at once (listing, stopping) is
+``_fanout``'s.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
@@ -29,6 +32,7 @@ from mcp_core import (
     CallToolResult,
     GetPromptResult,
     McpError,
+    NotReady,
     Prompt,
     ReadResourceResult,
     Resource,
@@ -39,6 +43,7 @@ from mcp_core import (
 from mcp_core.group import GroupSpecs, PromptTable, ToolTable, down_error, plan_group
 
 from ._client import Client
+from ._fanout import TableLock, all_at_once, stop_all
 
 __all__ = ["ClientGroup"]
 
@@ -48,20 +53,18 @@ _CLIENT_KEYWORDS = client_keywords(Client)
 T = TypeVar("T")
 
 
-# --- the blocking group ------------------------------------------------------------------------
-
-
 class ClientGroup:
     """Many MCP servers, one namespaced tool list; blocking and safe to use from many threads.
 
-    ``with ClientGroup({"fs": {...}, "web": {...}}) as group:`` starts every client, waits (one
-    shared deadline: the largest ``init_timeout``, unless ``wait=False``) and, when the block
-    ends, stops them all at once, leaving no process behind. ``specs`` is a mapping of server
-    name to ``Spec`` or mapping (a mapping gets ``name`` = its key unless it has one) or a
-    loaded config (``.servers``, ``.skipped``). ``client_options`` go to every client: Client
+    ``with ClientGroup({"fs": {...}, "web": {...}}) as group:`` starts every client, waits
+    (one shared deadline: the largest ``init_timeout``, unless ``wait=False``) and, when the
+    block ends, stops them all at once, leaving no process behind. ``specs`` is a mapping of
+    server name to ``Spec`` or mapping (a mapping gets ``name`` = its key unless it has one) or
+    a loaded config (``.servers``, ``.skipped``). ``client_options`` go to every client: Client
     keywords (``elicitation=``, ...) as they are, spec fields (``call_timeout=``, ...) over
     each server's own. A server refused here is reported by ``status()``, never raised;
-    ``TypeError`` only for an unknown option or ``specs`` of the wrong type.
+    ``TypeError`` only for an unknown option or ``specs`` of the wrong type. A group runs once:
+    ``start()`` after ``stop()`` raises ``NotReady('closed')``.
 
     ``fail_fast=True`` makes the group's readiness waits (the ``with`` block's and
     ``await_ready``'s) stop waiting for a server as soon as a connect attempt of it fails: a
@@ -92,8 +95,9 @@ class ClientGroup:
 
     After ``os.fork()``, as for a ``Client``: in the child every method of a group started in
     the parent raises ``UsedAfterFork`` (``status()`` too), touching nothing, and ``stop()``
-    (so the end of a ``with`` block) returns at once without raising. A group nobody stopped
-    is collected with its clients: each warns and has its server stopped (see ``Client``).
+    (so the end of a ``with`` block) returns at once without raising. A group nobody
+    stopped is collected with its clients: each warns and has its server stopped (see
+    ``Client``).
     """
 
     def __init__(
@@ -117,8 +121,9 @@ class ClientGroup:
         self._fail_fast = fail_fast
         for name, status in self._down.items():
             server_log(name).warning("server %r is not started: %s", name, status.last_error)
-        self._lock = threading.Lock()  # guards the tables
+        self._lock = TableLock()  # guards the tables
         self._origin: Origin | None = None  # the process that started it
+        self._phase = "new"  # -> "running" -> "stopped": a group runs once
 
     @property
     def clients(self) -> Mapping[str, Client]:
@@ -126,21 +131,20 @@ class ClientGroup:
         return MappingProxyType(self._clients)
 
     def __repr__(self) -> str:
-        if not self._origin_here():
+        if self._origin is not None and not self._origin.here():
             return f"<mcp_sync.ClientGroup {', '.join(self._order)} (in a forked child)>"
         states = ", ".join(f"{name}={s.state}" for name, s in self.status().items())
         return f"<mcp_sync.ClientGroup {states}>"
 
-    def _origin_here(self) -> bool:
-        """True unless this is a forked child of the process that started the group."""
-        return self._origin is None or self._origin.here()
-
-    def _check_origin(self) -> None:
-        """``UsedAfterFork`` in a forked child of the process that started the group: before
-        anything is touched. (Each client would raise it too, but the group's fan-out reads
-        a client's ``McpError`` as that server being down.)"""
+    def _check(self, clients: Iterable[Client] = ()) -> None:
+        """``UsedAfterFork`` in a forked child of the process that started the group, before
+        anything is touched (a lock copied from the parent may be held for ever); then what
+        each of ``clients`` would raise for being used here:
+        before a fan-out, which reads a client's ``McpError`` as that server being down."""
         if self._origin is not None:
             self._origin.check(", ".join(self._order))
+        for client in clients:
+            client._session.check()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -148,34 +152,42 @@ class ClientGroup:
         """Start every client; each connects in the background, so this returns at once.
 
         If a client cannot start, the ones already started are stopped and its error is
-        raised.
+        raised. ``NotReady('closed')`` on a stopped group; nothing on a running one.
         """
-        self._check_origin()
-        if self._origin is None:
-            self._origin = Origin()
+        self._check(self._clients.values())
+        if self._phase == "running":
+            return
+        if self._phase == "stopped":
+            raise NotReady("closed")
+        self._origin = Origin()
         started: list[Client] = []
         try:
             for client in self._clients.values():
                 client.start()
                 started.append(client)
         except BaseException:
-            _all_at_once([client.stop for client in started])
+            stop_all(started)
             raise
+        self._phase = "running"
 
     def stop(self) -> None:
         """Stop every client at once and wait until every server process is gone. Never
-        raises for a server; idempotent. In a forked child of the process that started the
-        group it returns at once, touching nothing (see the class docstring)."""
-        if not self._origin_here():
-            return
-        _all_at_once([client.stop for client in self._clients.values()])
+        raises for a server; idempotent; an interrupted caller still waits for it. In
+        a forked child of the process that started the group it returns at once, touching
+        nothing."""
+        if self._origin is not None and not self._origin.here():
+            return  # the sessions are the parent's
+        clients = list(self._clients.values())
+        self._check(clients)  # before any client is stopped
+        self._phase = "stopped"
+        stop_all(clients)
 
     def __enter__(self) -> ClientGroup:
         self.start()
         if self._wait:
             try:
                 self.await_ready(self._init_timeout)
-            except BaseException:  # only an interrupt: await_ready never raises for a server
+            except BaseException:  # only an interruption: await_ready never raises for a server
                 self.stop()
                 raise
         return self
@@ -199,7 +211,7 @@ class ClientGroup:
         ``fail_fast`` (default: the group's) True stops waiting for a server at its first
         failed attempt; False leaves it to each server's spec. ``ValueError`` for a negative
         timeout."""
-        self._check_origin()
+        self._check(self._clients.values())
         if timeout < 0:
             raise ValueError("timeout must be >= 0")
         # True decides every client's wait; otherwise each spec's fail_fast does (None).
@@ -214,7 +226,9 @@ class ClientGroup:
                 server_log(name).debug("server %r is not ready: %s", name, exc)
         return self.status()
 
-    def list_tools(self, *, refresh: bool = False, timeout: float | None = None) -> list[Tool]:
+    def list_tools(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> list[Tool]:
         """The tools of every ready server, named ``mcp__<server>__<tool>``, in server order.
 
         Each client is asked at once (``refresh`` and ``timeout`` are passed on); its cache
@@ -223,7 +237,6 @@ class ClientGroup:
         the new list. A server that is not ready is left out; one that fails to list is left
         out and logged to ``mcp_client.<server>``. Never raises for a server.
         """
-        self._check_origin()
         listed = self._each_ready(
             "tools", lambda client: client.list_tools(refresh=refresh, timeout=timeout)
         )
@@ -244,20 +257,22 @@ class ClientGroup:
         refused at construction ``ConnectFailed(permanent)`` with the reason); otherwise
         whatever ``Client.call_tool`` raises.
         """
-        self._check_origin()
+        self._check()
         server, tool = self._route(self._table, name)
         return self._clients[server].call_tool(tool, arguments, **options)
 
     def resolve(self, name: str) -> tuple[str, str] | None:
         """``(server, tool)`` behind a name ``list_tools()`` returned; None if not (yet)
         listed. Never does I/O."""
-        self._check_origin()
+        self._check()
         with self._lock:
             return self._table.resolve(name)
 
     # --- beyond tools ----------------------------------------------------------------------
 
-    def list_prompts(self, *, refresh: bool = False, timeout: float | None = None) -> list[Prompt]:
+    def list_prompts(
+        self, *, refresh: bool = False, timeout: float | None = None
+    ) -> list[Prompt]:
         """The prompts of every ready server, named ``mcp__<server>__<prompt>`` by the same
         rules as tools (normalised server part, shortened past 64 characters, the first of a
         duplicate name kept), in server order; the rest of each ``Prompt`` is the server's.
@@ -266,7 +281,6 @@ class ClientGroup:
         server that is not ready, offers no prompts (``NotSupported``) or fails to list is
         left out and logged to ``mcp_client.<server>``. Never raises for a server.
         """
-        self._check_origin()
         listed = self._each_ready(
             "prompts", lambda client: client.list_prompts(refresh=refresh, timeout=timeout)
         )
@@ -291,14 +305,14 @@ class ClientGroup:
         server that offers no prompts; otherwise whatever ``Client.get_prompt`` raises (a
         ``JsonRpcError`` for arguments the server refuses).
         """
-        self._check_origin()
+        self._check()
         server, prompt = self._route(self._prompts, name)
         return self._clients[server].get_prompt(prompt, arguments, timeout=timeout)
 
     def resolve_prompt(self, name: str) -> tuple[str, str] | None:
         """``(server, prompt)`` behind a name ``list_prompts()`` returned; None if not (yet)
         listed. Never does I/O."""
-        self._check_origin()
+        self._check()
         with self._lock:
             return self._prompts.resolve(name)
 
@@ -314,7 +328,6 @@ class ClientGroup:
         entry, and why is logged to ``mcp_client.<server>``; a server that offers none has
         an empty list. Never raises for a server.
         """
-        self._check_origin()
         return self._each_ready(
             "resources", lambda client: client.list_resources(refresh=refresh, timeout=timeout)
         )
@@ -324,7 +337,6 @@ class ClientGroup:
     ) -> dict[str, list[ResourceTemplate]]:
         """Every ready server's resource templates, by server name, left out and logged like
         ``list_resources``. Never raises for a server."""
-        self._check_origin()
         return self._each_ready(
             "resource templates",
             lambda client: client.list_resource_templates(refresh=refresh, timeout=timeout),
@@ -340,12 +352,12 @@ class ClientGroup:
         with the reason; otherwise whatever ``Client.read_resource`` raises (``NotReady``,
         ``NotSupported`` when it offers no resources, ``JsonRpcError`` for an unknown URI).
         """
-        self._check_origin()
+        self._check()
         return self._client_of(server).read_resource(uri, timeout=timeout)
 
     def status(self) -> dict[str, Status]:
         """Every server's status, in the order of ``specs``; never blocks on I/O."""
-        self._check_origin()
+        self._check()
         return {
             name: self._down[name] if name in self._down else self._clients[name].status()
             for name in self._order
@@ -356,11 +368,7 @@ class ClientGroup:
     def _each_ready(self, what: str, fetch: Callable[[Client], T]) -> dict[str, T]:
         """``fetch(client)`` of every ready client at once, by server name in server order;
         a server whose fetch raises ``McpError`` is left out, and why is logged."""
-        ready = [
-            (name, client)
-            for name, client in self._clients.items()
-            if client.status().state == "ready"
-        ]
+        self._check(self._clients.values())
         got: dict[str, T] = {}
 
         def one(name: str, client: Client) -> None:
@@ -369,7 +377,12 @@ class ClientGroup:
             except McpError as exc:
                 left_out(name, what, exc)
 
-        _all_at_once([partial(one, name, client) for name, client in ready])
+        ready = [
+            partial(one, name, client)
+            for name, client in self._clients.items()
+            if client.status().state == "ready"
+        ]
+        all_at_once(ready)
         return {name: got[name] for name in self._order if name in got}
 
     def _client_of(self, server: str) -> Client:
@@ -383,38 +396,24 @@ class ClientGroup:
         with self._lock:
             route = table.resolve(name)
             server = table.server_of(name)
-            if route is None and server is None:
-                raise table.unknown(name)
         if route is not None:
             return route
-        assert server is not None
+        if server is None:
+            raise table.unknown(name)
         if server in self._down:
             raise down_error(self._down[server])
         # Not listed yet (cheap: the client's cache); raises the client's error if it is down.
         client = self._clients[server]
-        relisted: Callable[[], object]
         if isinstance(table, PromptTable):
-            relisted = partial(publish, table, server, client.list_prompts())
+            prompts = client.list_prompts()
+            with self._lock:
+                publish(table, server, prompts)
+                route = table.resolve(name)
         else:
-            relisted = partial(publish, table, server, client.list_tools())
-        with self._lock:
-            relisted()
-            route = table.resolve(name)
-            if route is None:
-                raise table.unknown(name)
+            tools = client.list_tools()
+            with self._lock:
+                publish(table, server, tools)
+                route = table.resolve(name)
+        if route is None:
+            raise table.unknown(name)
         return route
-
-
-def _all_at_once(calls: list[Callable[[], None]]) -> None:
-    """Run ``calls`` concurrently (the last one in this thread) and return when all have
-    returned. The threads are not daemons: an interrupted caller still lets them finish,
-    so a stop still removes its processes before the interpreter exits."""
-    threads = [threading.Thread(target=call, name="mcp-sync-group") for call in calls[:-1]]
-    for thread in threads:
-        thread.start()
-    try:
-        if calls:
-            calls[-1]()
-    finally:
-        for thread in threads:
-            thread.join()

@@ -1,3 +1,7 @@
+# Written twice, by hand (mcp_asyncio/_http.py is its twin): connections here are blocking
+# sockets that worker threads and the callers' own threads read; there, asyncio protocols or
+# anyio streams read by callbacks and tasks of the loop. What goes on the wire and the pool's
+# bookkeeping are shared, in _mcp_io (h11wire, http).
 """HTTP requests of the blocking driver: a pool of h11 keep-alive connections of our own, used
 by the callers' own threads and by worker threads that serve one request after another.
 

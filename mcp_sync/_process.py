@@ -1,3 +1,7 @@
+# Written twice, by hand (mcp_asyncio/_process.py is its twin): the pipes of a server process
+# are read by a shared I/O thread or the waiting caller's own thread here, by event-loop
+# callbacks (asyncio) or tasks (trio) there, and each waits for the process its own way. What
+# the two share without any waiting (wording a failed spawn) is _mcp_io's.
 """The I/O handles of one stdio slot: a child process and its pipes, watched by the I/O thread
 that every session of this process shares.
 
@@ -22,7 +26,7 @@ on an event loop. stdin is written by the caller thread that queued first (``wri
 
 Theory of operation: who reads stdout
 -------------------------------------
-A caller that waits alone (the client decides: ``Client._alone``) reads its own answer from
+A caller that waits alone (its session decides: ``Session._alone``) reads its own answer from
 stdout in its own thread (``read_until``) instead of waiting for the I/O thread to read it
 and wake it: two thread switches fewer per sequential call. Its request was written from its
 own thread too (``write(alone=True)``), so a sequential call needs no other thread at all.
@@ -384,8 +388,8 @@ class ProcessSlot:
 
     def write(self, data: bytes, *, alone: bool = False) -> bool:
         """Write ``data`` to stdin after every write before (a failed write is fed back as
-        WriteFailed by the writer); never blocks. Call it under the client's lock (it is,
-        from ``Client._perform``): that keeps the write order the feed order. True: the
+        WriteFailed by the writer); never blocks. Call it under the session's lock (it is,
+        from ``Session._perform``): that keeps the write order the feed order. True: the
         caller is now the writer and must call ``flush`` once the lock is released.
 
         With ``alone`` (the client has at most one caller waiting) a message of up to PIPE_BUF

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_asyncio import _client as async_client
-from mcp_sync import _client as sync_client
+from mcp_asyncio import _session as async_session
+from mcp_sync import _session as sync_session
 from tests.drivers.facade import DRIVERS
 
 
@@ -17,8 +17,8 @@ def fresh_era_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
     test's server the port of an earlier test's server, whose verdict would then decide this
     one's era without a probe ("modern": ready without any request, so no handshake, no login
     at connect, no session with a legacy server), whatever the test does."""
-    monkeypatch.setattr(async_client, "_ERA_CACHE", {})
-    monkeypatch.setattr(sync_client, "_ERA_CACHE", {})
+    monkeypatch.setattr(async_session, "_ERA_CACHE", {})
+    monkeypatch.setattr(sync_session, "_ERA_CACHE", {})
 
 
 @pytest.fixture(params=DRIVERS)

@@ -22,6 +22,7 @@ import pytest
 import mcp_core as core
 from mcp_sync import Client
 from mcp_sync._process import ProcessSlot
+from mcp_sync._session import Session
 from tests.conftest import (
     CTRL_C_RAISES,
     children_of,
@@ -384,15 +385,15 @@ def test_one_reader_at_a_time_and_bytes_fed_in_order(monkeypatch: pytest.MonkeyP
                 inside.remove(threading.current_thread().name)
 
     fed: list[bytes] = []
-    feed = Client._feed
+    feed = Session.feed
 
-    def recorded_feed(client: Client, event: core.Event) -> None:
+    def recorded_feed(session: Session, event: core.Event) -> None:
         if isinstance(event, core.StdoutReceived):
             fed.append(event.data)
-        feed(client, event)
+        feed(session, event)
 
     monkeypatch.setattr(ProcessSlot, "_read", counted_read)
-    monkeypatch.setattr(Client, "_feed", recorded_feed)
+    monkeypatch.setattr(Session, "feed", recorded_feed)
     errors: list[BaseException] = []
     big = "y" * 300_000  # several reads per answer
 

@@ -1,5 +1,8 @@
 """The two drivers are twins: neither imports the other, and ``Client`` and
 ``ClientGroup`` offer the same public API in both, awaited in one and blocking in the other.
+Those two are written once: mcp_sync's are generated from mcp_asyncio's by
+scripts/unasync.py, and every other module of either driver is either that or says at its top
+why it is written twice.
 
 Imports are checked in a fresh interpreter each: what a module loads depends on what the test
 process already imported."""
@@ -10,12 +13,14 @@ import inspect
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import mcp_asyncio
 import mcp_sync
+from scripts import unasync
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.timeout(60)
@@ -102,3 +107,70 @@ def test_both_drivers_offer_the_same_api(name: str) -> None:
 
 def test_the_drivers_export_the_same_names() -> None:
     assert sorted(mcp_asyncio.__all__) == sorted(mcp_sync.__all__)
+
+
+# --- written once ----------------------------------------------------------------------------
+
+
+def test_the_blocking_shells_are_generated_from_the_anyio_ones() -> None:
+    # A hand edit of mcp_sync/_client.py or _group.py, or an edit of their mcp_asyncio source
+    # without running the script, fails here.
+    done = subprocess.run(
+        [sys.executable, "scripts/unasync.py", "--check"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == done.stderr == ""
+
+
+def test_the_generator_refuses_a_source_its_rules_no_longer_fit() -> None:
+    source = (Path(REPO_ROOT) / "mcp_asyncio" / "_client.py").read_text(encoding="utf-8")
+    assert "blocking" in unasync.unasync("_client.py", source)
+    # A driver-specific passage edited in the source without its entry in PHRASES.
+    reworded = source.replace("and so is one still\n", "and so is one\n")
+    with pytest.raises(unasync.Drift, match="no longer holds the passage"):
+        unasync.unasync("_client.py", reworded)
+    # An anyio word that no rule turns into the blocking driver's.
+    leftover = source.replace("Ask the server whether", "Ask the server (shielded) whether")
+    with pytest.raises(unasync.Drift, match="'shielded' is left in the blocking twin"):
+        unasync.unasync("_client.py", leftover)
+    with pytest.raises(unasync.Drift, match="its first line must be"):
+        unasync.unasync("_client.py", source.split("\n", 1)[1])
+
+
+def _first_line(path: Path) -> str:
+    return path.read_text(encoding="utf-8").split("\n", 1)[0]
+
+
+@pytest.mark.parametrize("package", ["mcp_asyncio", "mcp_sync"])
+def test_every_module_of_a_driver_is_written_once_or_says_why_it_is_written_twice(
+    package: str,
+) -> None:
+    twin = {"mcp_asyncio": "mcp_sync", "mcp_sync": "mcp_asyncio"}[package]
+    folder = Path(REPO_ROOT) / package
+    kinds: dict[str, str] = {}
+    for path in sorted(folder.glob("_*.py")):
+        if path.name in ("__init__.py", "_cli_entry.py"):
+            continue  # the package's exports; the mcp-client command's entry point
+        first = _first_line(path)
+        if first == unasync.SOURCE_HEADER.format(name=path.name):
+            kinds[path.name] = "source"
+        elif first.startswith(f"# Generated from mcp_asyncio/{path.name} by scripts/unasync.py"):
+            kinds[path.name] = "generated"
+        elif first.startswith(f"# Written twice, by hand ({twin}/{path.name} is its twin)"):
+            assert (Path(REPO_ROOT) / twin / path.name).exists(), path.name
+            kinds[path.name] = "twice"
+        else:
+            kinds[path.name] = f"unexplained: {first}"
+    written_once = "source" if package == "mcp_asyncio" else "generated"
+    assert kinds == {
+        "_client.py": written_once,
+        "_group.py": written_once,
+        "_session.py": "twice",
+        "_fanout.py": "twice",
+        "_process.py": "twice",
+        "_http.py": "twice",
+    }
