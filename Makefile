@@ -50,9 +50,12 @@ conformance: venv conformance/node_modules/.installed
 
 # --- checks ---
 
+# ruff, the import layers (import-linter contracts in pyproject.toml), and the twin drivers:
+# mcp_sync's _client.py and _group.py must be what scripts/unasync.py makes of mcp_asyncio's.
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-logo
+	$(PY) scripts/unasync.py --check
 
 typecheck: venv
 	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync _mcp_io examples/selectors_driver.py
