@@ -285,6 +285,7 @@ class Session:
         self._waiter_class: Callable[[int, ProgressCallback | None], _Waiter] | None = None
         self._tasks: TaskGroup | None = None
         self._stop_asked: anyio.Event | None = None  # set: the host shuts the session down
+        self._closing: _Waiter | None = None  # Close, fed by a stop() from a task of ours
         self._host_done: anyio.Event | None = None  # set once the host has ended
         self._record_file: IO[str] | None = None
         self._recorder: Recorder | None = None
@@ -441,9 +442,17 @@ class Session:
         if _running_loop() is not self._loop:
             raise WrongEventLoop(self._spec.name)
         assert self._stop_asked is not None
-        self._stop_asked.set()
         if anyio.get_current_task().parent_id == self._host_id:
-            return  # a task of ours (a handler, a callback): the shutdown ends it
+            # A task of ours (a handler, a callback) cannot wait for the shutdown, which ends
+            # it. Close is fed now, before the task goes on: its calls fail at once, and what it
+            # does next (a handler's answer, which the server may answer a call for) meets a
+            # closing session, whichever task the loop runs first.
+            if self._phase == "running" and self._closing is None:
+                self._phase = "stopping"  # new calls are refused from here on
+                self._closing = self._submit(lambda ticket: Close(now=_now(), ticket=ticket))
+            self._stop_asked.set()
+            return
+        self._stop_asked.set()
         with anyio.CancelScope(shield=True):
             await done.wait()
 
@@ -543,7 +552,7 @@ class Session:
         # In the host, shielded: a cancelled caller must not cut the shutdown in half.
         self._phase = "stopping"  # new calls are refused from here on
         try:
-            waiter = self._submit(lambda ticket: Close(now=_now(), ticket=ticket))
+            waiter = self._closing or self._submit(lambda ticket: Close(now=_now(), ticket=ticket))
             # No bound of our own: the machine answers Close by a deadline of its own,
             # which the timer fires like any other (SessionMachine.next_deadline).
             await waiter.wait()

@@ -366,9 +366,13 @@ def test_an_asyncio_client_refuses_another_loop_and_stays_usable_on_its_own() ->
 @pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_stop_from_a_handler_of_the_client_ends_the_session(anyio_backend: str) -> None:
     holder: list[Client] = []
+    seen: list[str] = []
 
     async def sampling(params: object) -> dict[str, object]:
         await holder[0].stop()  # cannot wait for its own task: asks for the shutdown
+        # ... and the session closes before the handler goes on, so that the server cannot
+        # answer the call in between, whichever task the loop runs next.
+        seen.append(holder[0].status().state)
         return {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}
 
     client = _client(sampling=sampling)
@@ -376,6 +380,7 @@ async def test_stop_from_a_handler_of_the_client_ends_the_session(anyio_backend:
     async with client:
         with anyio.fail_after(_DEADLINE), pytest.raises(NotReady):
             await client.call_tool("unknown_server_request")
+    assert seen == ["closed"]  # closing: no call is taken any more
     assert client.status().state == "closed"
     assert children_of(os.getpid()) == []
 
