@@ -13,13 +13,9 @@ import pytest
 
 from mcp_asyncio import Client
 from mcp_core import ConnectFailed, InvalidSpec, NotReady, Spec
+from tests.drivers.backends import anyio_backends  # noqa: F401 (asyncio and trio)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def _client(argv: list[str], **fields: object) -> Client:

@@ -15,15 +15,11 @@ import pytest
 
 from mcp_asyncio._process import ProcessSlot
 from mcp_core import Event, ProcessExited, Spawn, StdoutReceived, WriteFailed
+from tests.drivers.backends import anyio_backends  # noqa: F401 (asyncio and trio)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 PIPE_BUFFER = 65536  # Linux's default pipe capacity: a bigger write cannot go out at once
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 class Events:

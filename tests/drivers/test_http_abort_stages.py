@@ -56,6 +56,7 @@ from mcp_core import (
 )
 from mcp_sync._http import HttpExecutor as SyncExecutor
 from tests.conftest import wait_until
+from tests.drivers.backends import anyio_backends  # noqa: F401 (asyncio and trio)
 from tests.drivers.pki import Pki
 from tests.servers.loopback import LoopbackServer
 
@@ -460,11 +461,6 @@ def test_sync_a_head_that_never_ends_is_bounded(behaviour: str, pki: Pki) -> Non
 
 
 # --- mcp_asyncio (asyncio and trio) ------------------------------------------------------------
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 class AsyncRecorder(Recorder):

@@ -40,6 +40,7 @@ from mcp_core import (
 )
 from mcp_sync._http import HttpExecutor as SyncExecutor
 from tests.conftest import wait_until
+from tests.drivers.backends import anyio_backends  # noqa: F401 (asyncio and trio)
 from tests.drivers.pki import Pki
 from tests.servers.loopback import LoopbackServer
 
@@ -851,11 +852,6 @@ async def _async_harness(
                 else:
                     scope.deadline = min(scope.deadline, anyio.current_time() + PROMPT)
     assert harness.executor.in_flight == 0
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.mark.anyio

@@ -22,16 +22,12 @@ import pytest
 
 from mcp_asyncio import Client
 from mcp_core import InMemorySpendGate
+from tests.drivers.backends import anyio_backends  # noqa: F401 (asyncio and trio)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 PRICE = 10
 POOL = QUEUE = 8
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def _client(argv: list[str]) -> Client:
