@@ -436,9 +436,12 @@ class Session:
         weakref.finalize(owner, self.abandon)
 
     async def stop(self) -> None:
+        if self._phase == "new":
+            self._phase = "stopped"  # never started: a client runs once, so it never will
+            return
         origin, done = self._origin, self._host_done
         if origin is None or done is None or not origin.here() or done.is_set():
-            return  # never started, a forked child (the session is the parent's), or stopped
+            return  # a forked child (the session is the parent's), or stopped
         if _running_loop() is not self._loop:
             raise WrongEventLoop(self._spec.name)
         assert self._stop_asked is not None

@@ -39,6 +39,22 @@ async def test_start_and_stop_leave_nothing_behind(everything_argv, children_of)
     await client.stop()  # idempotent
 
 
+async def test_a_client_stopped_before_it_started_never_starts(
+    everything_argv, children_of
+) -> None:
+    # As on the blocking driver: a client runs once, and stop() ends its one run even when it
+    # comes first.
+    client = _client(everything_argv())
+    await client.stop()
+    assert client.status().state == "closed"
+    with pytest.raises(NotReady, match="closed"):
+        await client.start()
+    with pytest.raises(NotReady, match="closed"):
+        await client.list_tools()
+    await client.stop()  # idempotent
+    assert children_of(os.getpid()) == []
+
+
 async def test_with_block_lists_tools_and_calls_echo(everything_argv, children_of) -> None:
     async with _client(everything_argv()) as client:
         assert client.name == "peer"

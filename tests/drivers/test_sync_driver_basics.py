@@ -50,6 +50,21 @@ def test_start_and_stop_leave_nothing_behind() -> None:
     client.stop()  # idempotent
 
 
+def test_a_client_stopped_before_it_started_never_starts() -> None:
+    # As on the anyio driver: a client runs once, and stop() ends its one run even when it
+    # comes first.
+    client = _client(everything_argv())
+    client.stop()
+    assert client.status().state == "closed"
+    with pytest.raises(NotReady, match="closed"):
+        client.start()
+    with pytest.raises(NotReady, match="closed"):
+        client.list_tools()
+    client.stop()  # idempotent
+    assert children_of(os.getpid()) == []
+    assert _driver_threads() == []
+
+
 def test_with_block_lists_tools_and_calls_echo() -> None:
     with _client(everything_argv()) as client:
         assert client.name == "peer"
