@@ -92,9 +92,11 @@ class Busy(McpError):
     """The in-flight window and the queue are both full; nothing was sent. Retry later."""
 
 
-class RequestTimeout(McpError):
+class RequestTimeout(McpError, TimeoutError):
     """The request passed its deadline; the server was told to cancel it. Also the ``cause``
-    of a ``ConnectFailed`` for a handshake that did not finish within ``init_timeout``."""
+    of a ``ConnectFailed`` for a handshake that did not finish within ``init_timeout``.
+    Also a ``TimeoutError``, so ``except TimeoutError`` (as around ``asyncio.wait_for``) catches
+    it; its ``errno`` is None."""
 
 
 class NotReady(McpError):
@@ -382,9 +384,10 @@ class UnmeteredCall(McpError):
         self.tool = tool
 
 
-class UnknownTool(McpError):
+class UnknownTool(McpError, LookupError):
     """A group's ``call_tool`` was given a name that no server of the group lists; nothing was
-    sent. ``name`` is the name as given. The group and every client are unchanged."""
+    sent. ``name`` is the name as given. The group and every client are unchanged. Also a
+    ``LookupError``, as a missing key is."""
 
     def __init__(self, name: str, hint: str) -> None:
         super().__init__(f"no server of this group has a tool named {name!r}: {hint}")
@@ -420,11 +423,11 @@ class OutputValidationError(McpError):
         self.problem = problem[:200]
 
 
-class UnknownPrompt(McpError):
+class UnknownPrompt(McpError, LookupError):
     """A group's ``get_prompt`` was given a name that no server of the group lists; nothing was
     sent. ``name`` is the name as given. The group and every client are unchanged. The prompt
     twin of ``UnknownTool`` (a name is a tool's or a prompt's, never both, so each kind has
-    its own error and ``except UnknownTool`` keeps meaning tools)."""
+    its own error and ``except UnknownTool`` keeps meaning tools); also a ``LookupError``."""
 
     def __init__(self, name: str, hint: str) -> None:
         super().__init__(f"no server of this group has a prompt named {name!r}: {hint}")

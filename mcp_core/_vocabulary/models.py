@@ -650,3 +650,26 @@ class Status:
     @property
     def ready(self) -> bool:
         return self.state == "ready"
+
+    def __str__(self) -> str:
+        """One line for a person: name, state, transport and era, work, tools, and the last
+        error. The server's info, capabilities and instructions (which may run to pages) are
+        left to the fields and to ``repr``."""
+        era = f", {self.era}" if self.era else ""
+        if self.era and self.protocol_version:
+            era += f" {self.protocol_version}"
+        parts = [f"{self.name}: {self.state} ({self.transport}{era})"]
+        if self.in_flight or self.queued:
+            parts.append(f"{self.in_flight} in flight, {self.queued} queued")
+        if self.tools is not None:
+            parts.append(f"{self.tools} tool{'' if self.tools == 1 else 's'}")
+        if self.last_error is not None:
+            retry = f" (next attempt in {self.retry_in:.1f} s)" if self.retry_in is not None else ""
+            parts.append(f"last error: {_shorten(self.last_error, 160)}{retry}")
+        return "; ".join(parts)
+
+
+def _shorten(text: str, most: int) -> str:
+    """``text`` on one line, cut to ``most`` characters with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= most else line[: most - 1] + "…"

@@ -48,6 +48,28 @@ def test_errors_are_comparable_values_with_messages(error: core.McpError) -> Non
     assert repr(error).startswith(type(error).__name__ + "(")
 
 
+@pytest.mark.parametrize(
+    ("error", "builtin"),
+    [
+        (core.RequestTimeout("the call passed its deadline"), TimeoutError),
+        (core.UnknownTool("mcp__a__b", "see list_tools()"), LookupError),
+        (core.UnknownPrompt("mcp__a__b", "see list_prompts()"), LookupError),
+        (core.InvalidArguments("tools/call", "arguments.x", "a set"), TypeError),
+        (core.InvalidArguments("tools/call", "arguments.x", "a set"), ValueError),
+    ],
+)
+def test_errors_are_also_the_builtin_error_of_their_kind(
+    error: core.McpError, builtin: type[Exception]
+) -> None:
+    # An application that knows nothing of this client catches them by the builtin's name
+    # (``except TimeoutError`` around a call, as around asyncio.wait_for).
+    with pytest.raises(builtin) as raised:
+        raise error
+    assert raised.value is error
+    assert isinstance(raised.value, core.McpError)
+    assert str(error) == error.message
+
+
 def test_error_fields() -> None:
     assert core.HttpError(403).status == 403 and core.HttpError(403).www_authenticate is None
     assert core.UnmeteredCall("buy").tool == "buy"

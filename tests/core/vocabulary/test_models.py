@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import mcp_core as core
 from mcp_core import (
     AudioContent,
     CallToolResult,
@@ -253,3 +254,45 @@ def test_status() -> None:
         concurrency="serialized",
         last_error="could not connect",
     ).ready
+
+
+def test_a_status_prints_as_one_short_line() -> None:
+    # print(client.status()) is for a person: never the server's instructions, info or
+    # capabilities (which may run to pages), and a long error is cut on one line.
+    ready = core.Status(
+        name="fs",
+        state="ready",
+        transport="stdio",
+        concurrency="stateless",
+        era="modern",
+        protocol_version="2026-07-28",
+        tools=14,
+        server_info={"name": "fs-server", "version": "1"},
+        capabilities={"tools": {}},
+        instructions="Use the tools wisely. " * 200,
+    )
+    assert str(ready) == "fs: ready (stdio, modern 2026-07-28); 14 tools"
+    assert "wisely" in repr(ready)  # the fields are all there for a program
+    failing = core.Status(
+        name="web",
+        state="starting",
+        transport="http",
+        concurrency="serialized",
+        era="legacy",
+        in_flight=2,
+        queued=1,
+        tools=1,
+        last_error="the server exited with code 1\nlast stderr:\n" + "Traceback " * 50,
+        retry_in=1.25,
+    )
+    text = str(failing)
+    assert text.startswith(
+        "web: starting (http, legacy); 2 in flight, 1 queued; 1 tool; "
+        "last error: the server exited with code 1 last stderr: Traceback"
+    )
+    assert text.endswith("\u2026 (next attempt in 1.2 s)") and "\n" not in text
+    assert len(text) < 300
+    given_up = core.Status(
+        name="a", state="closed", transport="stdio", concurrency="stateless", last_error="gone"
+    )
+    assert str(given_up) == "a: closed (stdio); last error: gone"
