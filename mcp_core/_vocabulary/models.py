@@ -514,6 +514,11 @@ class PromptMessage:
     role: str
     content: ContentBlock
 
+    @property
+    def text(self) -> str:
+        """The message's text (``""`` when its content is not a text block)."""
+        return self.content.text if isinstance(self.content, TextContent) else ""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetPromptResult:
@@ -522,6 +527,14 @@ class GetPromptResult:
     messages: tuple[PromptMessage, ...]
     description: str | None = None
     meta: Mapping[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        """The text messages joined by newlines (``""`` when there is none); roles and other
+        content (images, resources) are in ``messages``."""
+        return "\n".join(
+            m.content.text for m in self.messages if isinstance(m.content, TextContent)
+        )
 
     @classmethod
     def from_wire(cls, wire: object) -> GetPromptResult:

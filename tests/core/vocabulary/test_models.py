@@ -296,3 +296,21 @@ def test_a_status_prints_as_one_short_line() -> None:
         name="a", state="closed", transport="stdio", concurrency="stateless", last_error="gone"
     )
     assert str(given_up) == "a: closed (stdio); last error: gone"
+
+
+def test_a_prompt_result_gives_its_text() -> None:
+    result = core.GetPromptResult.from_wire(
+        {
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "What is the weather?"}},
+                {
+                    "role": "user",
+                    "content": {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+                },
+                {"role": "assistant", "content": {"type": "text", "text": "Sunny."}},
+            ]
+        }
+    )
+    assert result.text == "What is the weather?\nSunny."
+    assert [m.text for m in result.messages] == ["What is the weather?", "", "Sunny."]
+    assert core.GetPromptResult(messages=()).text == ""
