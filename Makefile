@@ -58,7 +58,8 @@ lint: venv
 	$(PY) scripts/unasync.py --check
 
 typecheck: venv
-	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync _mcp_io examples/selectors_driver.py
+	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync _mcp_io examples/selectors_driver.py \
+		tests/typing
 
 # The documentation site (mkdocs.yml: docs/*.md and the API reference from the docstrings) into
 # site/. --strict makes every warning an error: a page left out of the nav, a broken link or

@@ -19,7 +19,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from mcp_core import (
     CallToolResult,
@@ -49,7 +49,16 @@ __all__ = [
     "with_data",
 ]
 
-ProgressCallback = Callable[[float, float | None, str | None], object]
+class ProgressCallback(Protocol):
+    """A call's progress callback (``call_tool(..., progress=...)``), called with each
+    ``notifications/progress`` the server sends for that call, as ``(progress, total,
+    message)``: ``progress`` grows with each, ``total`` is None when the server does not know
+    it, ``message`` is the server's words or None. A plain function: an ``async def`` is
+    called but not awaited. What it returns is ignored; an exception it raises is logged and
+    the call goes on."""
+
+    def __call__(self, progress: float, total: float | None, message: str | None, /) -> object:
+        """One progress notification."""
 
 """What ``complete`` completes an argument of: ``{"type": "ref/prompt", "name": ...}``,
 ``{"type": "ref/resource", "uri": ...}`` (a resource template's URI), or the matching

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal, get_args
@@ -128,7 +128,7 @@ class Spec:
 
     name: str
     command: str | None = None
-    args: tuple[str, ...] = ()
+    args: Sequence[str] = ()  # stored as a tuple
     env: Mapping[str, str] = field(default_factory=_empty)
     cwd: str | None = None
     url: str | None = None
