@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from _mcp_io.client import ProgressCallback as ProgressCallback
 from _mcp_io.client import output_adapter, require_http_stack, with_data
@@ -35,6 +35,7 @@ from mcp_core import (
     ResourceTemplate,
     RootsChanged,
     Spec,
+    SpecFields,
     Status,
     Subscribe,
     TokenStore,
@@ -99,7 +100,7 @@ class Client:
         token_store: TokenStore | None = None,
         interactive: bool = True,
         ssl_context: ssl.SSLContext | None = None,
-        **fields: Any,
+        **fields: Unpack[SpecFields],
     ) -> None:
         """Raises ``InvalidSpec`` for a refused spec, ``NoHttpClient`` for an https URL on a
         Python without ``ssl``, ``ValueError`` for impossible ``elicitation_modes``; nothing is

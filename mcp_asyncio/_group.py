@@ -25,7 +25,7 @@ from functools import partial
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
-from _mcp_io.client import client_keywords, left_out, publish, server_log
+from _mcp_io.client import ProgressCallback, client_keywords, left_out, publish, server_log
 from _mcp_io.fork import Origin
 from mcp_core import (
     CallToolResult,
@@ -34,6 +34,7 @@ from mcp_core import (
     NotReady,
     Prompt,
     ReadResourceResult,
+    Reservation,
     Resource,
     ResourceTemplate,
     Status,
@@ -249,10 +250,17 @@ class ClientGroup:
         return out
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, **options: Any
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        reservation: Reservation | None = None,
+        progress: ProgressCallback | None = None,
+        output_type: Any = None,
     ) -> CallToolResult:
         """Call the tool listed as ``name`` on its server, under the tool's own name;
-        ``options`` (``timeout=``, ``progress=``, ``reservation=``) go to ``Client.call_tool``.
+        ``timeout``, ``reservation``, ``progress`` and ``output_type`` are ``Client.call_tool``'s.
 
         Raises ``UnknownTool`` when no server has that name (nothing is sent); for a server
         that is down, that client's own error (``NotReady``, ``ConnectFailed``; for a server
@@ -261,7 +269,14 @@ class ClientGroup:
         """
         self._check()
         server, tool = await self._route(self._table, name)
-        return await self._clients[server].call_tool(tool, arguments, **options)
+        return await self._clients[server].call_tool(
+            tool,
+            arguments,
+            timeout=timeout,
+            reservation=reservation,
+            progress=progress,
+            output_type=output_type,
+        )
 
     def resolve(self, name: str) -> tuple[str, str] | None:
         """``(server, tool)`` behind a name ``list_tools()`` returned; None if not (yet)

@@ -20,7 +20,7 @@ in public submodules, each with its own ``__all__``:
 
 from ._config.files import InvalidConfig, LoadedConfig, load_config
 from ._config.oauth_settings import AUTH_MAX_BYTES, AUTH_REQUEST_TIMEOUT, OAuthSettings
-from ._config.spec import Spec
+from ._config.spec import Spec, SpecFields
 from ._session.machine import HANDLED_REQUESTS, SessionMachine
 from ._session.spend import BudgetExhausted, InMemorySpendGate, Reservation, SpendGate
 from ._transport.eras import LATEST_LEGACY, LEGACY_VERSIONS, MODERN_VERSION
@@ -224,6 +224,7 @@ __all__ = [
     "Spawn",
     "SpawnFailed",
     "Spec",
+    "SpecFields",
     "SpendGate",
     "StartHttp",
     "Status",

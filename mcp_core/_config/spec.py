@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypedDict, get_args
 from urllib.parse import urlsplit
 
 from .._vocabulary.errors import InvalidSpec
@@ -31,6 +31,7 @@ __all__ = [
     "Era",
     "OAuthGrant",
     "Spec",
+    "SpecFields",
     "proxy_url_problem",
     "redact_mapping",
 ]
@@ -38,6 +39,40 @@ __all__ = [
 Concurrency = Literal["stateless", "pooled", "serialized"]
 Era = Literal["auto", "legacy", "modern"]
 OAuthGrant = Literal["authorization_code", "client_credentials"]
+
+
+class SpecFields(TypedDict, total=False):
+    """The fields of a ``Spec`` as keywords (``Client(name=..., command=..., call_timeout=...)``),
+    so that a type checker refuses a misspelled one. Each is as ``Spec`` documents it; a test
+    keeps the two the same."""
+
+    name: str
+    command: str | None
+    args: Sequence[str]
+    env: Mapping[str, str]
+    cwd: str | None
+    url: str | None
+    headers: Mapping[str, str]
+    concurrency: Concurrency | None
+    pool_size: int
+    queue_limit: int
+    call_timeout: float
+    max_call_timeout: float
+    init_timeout: float
+    reconnect: float
+    max_backoff: float
+    fail_fast: bool
+    era: Era
+    prices: Mapping[str, int]
+    max_message_bytes: int
+    max_list_pages: int
+    probe_timeout: float
+    shutdown_grace: float
+    jitter_seed: int
+    oauth: Mapping[str, Any]
+    verify: bool | str
+    cert: str | tuple[str, str] | None
+    proxy: str | bool | None
 # What a spec's ``oauth`` mapping may hold (what ``.mcp.json`` can say about a
 # server's OAuth client), in the order messages list them.
 OAUTH_KEYS = (

@@ -130,7 +130,18 @@ TOKENS = ["InMemoryTokenStore", "StoredAuthorization", "TokenStore"]
 # Also in mcp_core.config; at the top level because the spec names ``mcp_core.load_config``.
 CONFIG = ["InvalidConfig", "LoadedConfig", "load_config"]
 
-SURFACE = [*MACHINE, *EVENTS, *ACTIONS, "Spec", *MODELS, *ERRORS, *NAMES, *VERSIONS, *SPEND]
+SURFACE = [
+    *MACHINE,
+    *EVENTS,
+    *ACTIONS,
+    "Spec",
+    "SpecFields",
+    *MODELS,
+    *ERRORS,
+    *NAMES,
+    *VERSIONS,
+    *SPEND,
+]
 SURFACE += TOKENS
 SURFACE += CONFIG
 

@@ -18,6 +18,21 @@ def wrong_progress(progress: float) -> None:
     print(progress)
 
 
+def construction() -> None:
+    # every Spec field is a keyword of Client, and a misspelled one is an error
+    mcp_sync.Client(name="fs", command="npx", args=["-y", "server"], call_timeout=5, era="legacy")
+    mcp_asyncio.Client(name="web", url="https://example.com/mcp", headers={"X-Key": "k"})
+    mcp_sync.Client(name="fs", command="npx", timout=5)  # type: ignore[call-arg]
+    mcp_asyncio.Client(name="fs", command="npx", timout=5)  # type: ignore[call-arg]
+    mcp_sync.Client(name="fs", command="npx", era="newest")  # type: ignore[arg-type]
+    # (args="-y server" passes mypy, a str being a Sequence[str]: the spec refuses it at run time)
+
+
+def group_calls(group: mcp_sync.ClientGroup) -> None:
+    group.call_tool("mcp__fs__read", {"path": "a"}, timeout=5, progress=on_progress)
+    group.call_tool("mcp__fs__read", timout=5)  # type: ignore[call-arg]
+
+
 def checks(client: mcp_sync.Client, prompt: GetPromptResult) -> str:
     # args as a list, as the spec's own message asks for it
     Spec(name="fs", command="npx", args=["-y", "@modelcontextprotocol/server-filesystem", "."])

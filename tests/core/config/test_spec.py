@@ -368,3 +368,19 @@ def test_the_oauth_client_secret_is_redacted_and_the_rest_kept() -> None:
     assert redact_mapping({"oauth": {"key_file": ["x"], "enabled": None}}) == {
         "oauth": {"key_file": "[redacted]", "enabled": None}
     }
+
+
+def test_the_keywords_type_names_every_spec_field_with_its_type() -> None:
+    # Client(**fields) is typed by SpecFields: a field added to Spec and not there would be
+    # refused by mypy in every program that passes it, and a stale one would be accepted.
+    import dataclasses
+
+    from mcp_core import SpecFields
+
+    spec_fields = {field.name: field.type for field in dataclasses.fields(Spec)}
+    keywords = {  # a TypedDict keeps its annotations as forward references
+        name: getattr(annotation, "__forward_arg__", annotation)
+        for name, annotation in SpecFields.__annotations__.items()
+    }
+    assert keywords == spec_fields
+    assert SpecFields.__required_keys__ == frozenset()
