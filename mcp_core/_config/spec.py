@@ -130,6 +130,11 @@ def _empty() -> Mapping[str, Any]:
 class Spec:
     """One MCP server: either a ``command`` to spawn (stdio) or a ``url`` (HTTP).
 
+    ``pool_size`` requests are in flight at once (``stateless``; ``pooled`` runs that many
+    processes or sessions, one request each; ``serialized`` has one), and up to
+    ``queue_limit`` more wait, first in first out: a queued call holds only its event (about
+    half a KiB in the core). A call beyond both is refused at once with ``Busy``, nothing sent.
+
     ``oauth`` (HTTP only) configures the OAuth client: ``client_id`` and
     ``client_secret`` of a pre-registered client, ``scope`` to ask for instead of the one the
     server suggests, ``grant`` (``authorization_code``, a person in a browser, or
@@ -170,7 +175,7 @@ class Spec:
     headers: Mapping[str, str] = field(default_factory=_empty)
     concurrency: Concurrency | None = None
     pool_size: int = 8
-    queue_limit: int = 8
+    queue_limit: int = 1024
     call_timeout: float = 30.0
     max_call_timeout: float = 300.0
     init_timeout: float = 60.0

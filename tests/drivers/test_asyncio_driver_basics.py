@@ -67,7 +67,7 @@ async def test_with_block_lists_tools_and_calls_echo(everything_argv, children_o
 
 
 async def test_many_tasks_call_at_once(everything_argv) -> None:
-    # 16 = the in-flight cap (pool_size 8, stateless) plus queue_limit 8: all are admitted.
+    # 16 callers: 8 in flight (pool_size), 8 queued, far from queue_limit.
     results: dict[int, str] = {}
     async with _client(everything_argv()) as client, anyio.create_task_group() as tasks:
         for index in range(16):

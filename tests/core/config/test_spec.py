@@ -25,7 +25,7 @@ def test_defaults() -> None:
         None,
         {},
     )
-    assert (spec.concurrency, spec.pool_size, spec.queue_limit) == (None, 8, 8)
+    assert (spec.concurrency, spec.pool_size, spec.queue_limit) == (None, 8, 1024)
     assert (spec.call_timeout, spec.max_call_timeout, spec.init_timeout) == (30.0, 300.0, 60.0)
     assert (spec.reconnect, spec.max_backoff) == (1.0, 60.0)
     assert (spec.fail_fast, spec.era) == (False, "auto")
