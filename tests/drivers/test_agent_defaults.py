@@ -72,6 +72,10 @@ def default_client(request: pytest.FixtureRequest, driver: str) -> tuple[Callabl
         where = {"url": request.getfixturevalue("py_http_server")("modern").url}
     else:
         where = {"url": request.getfixturevalue("py_http_server")("stateful").url, "era": "legacy"}
+    # call_timeout runs from admission: the 500th call of a serialized burst waits for 499
+    # others, which a loaded machine may stretch past the default 30 s. The subject here is the
+    # window and the queue, so the calls get the burst's own deadline.
+    where["call_timeout"] = DEADLINE
     policy = "serialized" if request.param == "legacy-http" else "stateless"
     return (lambda: Facade(driver, name="agent", **where)), policy
 
