@@ -2,10 +2,27 @@
 
 A driver writes a recording with a ``Recorder`` (``Client(..., record="s.jsonl")`` does it for
 you); ``replay(path)`` or ``replay_lines(lines)`` feeds the events to a new ``SessionMachine``
-and returns the actions it produced, the same every time. ``encode_event``, ``decode_event`` and
+and returns the actions it produced, the same every time. ``read_recording(lines)`` gives a
+recording's spec and events without replaying them. ``encode_event``, ``decode_event`` and
 ``encode_action`` are the line format, for tools that read or compare recordings.
 """
 
-from ._replay import Recorder, decode_event, encode_action, encode_event, replay, replay_lines
+from ._replay import (
+    Recorder,
+    decode_event,
+    encode_action,
+    encode_event,
+    read_recording,
+    replay,
+    replay_lines,
+)
 
-__all__ = ["Recorder", "decode_event", "encode_action", "encode_event", "replay", "replay_lines"]
+__all__ = [
+    "Recorder",
+    "decode_event",
+    "encode_action",
+    "encode_event",
+    "read_recording",
+    "replay",
+    "replay_lines",
+]

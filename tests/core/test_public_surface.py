@@ -152,6 +152,7 @@ SUBMODULES = {
         "decode_event",
         "encode_action",
         "encode_event",
+        "read_recording",
         "replay",
         "replay_lines",
     ],

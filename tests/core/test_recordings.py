@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_core.replay import encode_action, replay
+from mcp_core import CallTool
+from mcp_core.replay import encode_action, read_recording, replay
 
 RECORDINGS = sorted(
     p
@@ -46,3 +47,15 @@ def test_recordings_hold_no_secret() -> None:
         header = json.loads(text.splitlines()[0])
         assert all(arg == "[redacted]" for arg in header["spec"]["args"])
         assert "TOKEN" not in text and "SECRET" not in text
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
+def test_a_recording_is_read_without_replaying_it(path: Path) -> None:
+    # as docs/replay.md shows: the spec and the events, one per line after the header
+    with path.open() as file:
+        spec, events = read_recording(file)
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    assert spec.name == path.stem
+    assert len(events) == len(lines) - 1
+    recorded_calls = sum('"CallTool"' in line for line in lines[1:])
+    assert sum(isinstance(event, CallTool) for event in events) == recorded_calls > 0

@@ -17,12 +17,13 @@ from mcp_core import (
     TextContent,
     Tool,
 )
-from mcp_core._replay import _event_classes, read_recording
+from mcp_core._replay import _event_classes
 from mcp_core.replay import (
     Recorder,
     decode_event,
     encode_action,
     encode_event,
+    read_recording,
     replay,
     replay_lines,
 )
