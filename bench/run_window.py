@@ -23,6 +23,7 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -34,17 +35,22 @@ SERVERS = {
 SERVER = SERVERS["min"]
 
 
-async def throughput(window: int, n: int) -> float:
+def _client(window: int, queue: int) -> Any:
+    """A legacy-era mcp_asyncio client of SERVER with this window and queue."""
     import mcp_asyncio
 
-    async with mcp_asyncio.Client(
+    return mcp_asyncio.Client(
         name="window",
         command=SERVER[0],
         args=SERVER[1:],
         era="legacy",
         pool_size=window,
-        queue_limit=n,
-    ) as client:
+        queue_limit=queue,
+    )
+
+
+async def throughput(window: int, n: int) -> float:
+    async with _client(window, n) as client:
         for _ in range(50):  # warm-up
             await client.call_tool("echo", {"text": "x"})
         started = time.perf_counter()
@@ -90,16 +96,7 @@ async def driver_bytes(queued: int, window: int) -> tuple[float, int]:
     """Bytes per call with `queued` calls submitted at once on a real client, caller's task
     and coroutine included, taken when every call has been submitted and before answers are
     read (one pass of the loop); returns (bytes per call, calls queued at that moment)."""
-    import mcp_asyncio
-
-    async with mcp_asyncio.Client(
-        name="window",
-        command=SERVER[0],
-        args=SERVER[1:],
-        era="legacy",
-        pool_size=window,
-        queue_limit=queued,
-    ) as client:
+    async with _client(window, queued) as client:
         await client.call_tool("echo", {"text": "x"})  # warm every path
         tracemalloc.start()
         before = tracemalloc.take_snapshot()
