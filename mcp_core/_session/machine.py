@@ -107,13 +107,19 @@ from .._vocabulary.phases import (
 )
 from .._vocabulary.tokens import StoredAuthorization
 from .._wire import jsonrpc as rpc
-from .._wire.json import unsendable
 from .admission import Admission
+from .attempts import Attempts
 from .calls import Calls
 from .inbox import Inbox
 from .opening import Opening
 from .results import MAX_INPUT_ROUNDS
-from .server_requests import HANDLED_REQUESTS, ServerRequests, answered_requests
+from .server_requests import (
+    HANDLED_REQUESTS,
+    ServerRequests,
+    answer_response,
+    answered_requests,
+    checked_answer,
+)
 from .subscriptions import LISTEN, Subscriptions
 
 if TYPE_CHECKING:  # the OAuth layer is imported when a machine needs it
@@ -267,6 +273,7 @@ class SessionMachine:
         self._next_id = 0
         self._jitter = Jitter(spec.jitter_seed)
         self._connect_error: ConnectFailed | None = None  # last connect failed; cleared on ready
+        self._attempts = Attempts()  # failed in a row since last ready or started
         self._permanent: ConnectFailed | None = None
         self._last_error: McpError | None = None
         self._logger = f"mcp_client.{spec.name}"
@@ -405,6 +412,7 @@ class SessionMachine:
             self.log("DEBUG", "Connect while started or still stopping: ignored")
             return
         self._permanent = self._connect_error = None
+        self._attempts.reset(self.now)
         for connection in self._connections:  # all IDLE: never started, or stopped
             self._connect(connection)
 
@@ -418,8 +426,11 @@ class SessionMachine:
             self._reply(event.ticket, error=self._permanent)
         elif fail_fast and self._connect_error and self.state == "closed":
             # fail_fast: a caller arriving while closed after a failure is answered
-            # at once; without fail_fast, await_ready waits through the retries.
+            # at once; without fail_fast, await_ready waits through the retries, unless the
+            # last two attempts failed the same way (``_session/attempts.py``).
             self._reply(event.ticket, error=self._connect_error)
+        elif self._attempts.repeated and self.state == "closed":
+            self._reply(event.ticket, error=self._wait_over())
         elif self._phase is not SessionPhase.RUNNING or event.timeout == 0:
             self._reply(event.ticket, error=NotReady(self.state))
         else:
@@ -470,31 +481,17 @@ class SessionMachine:
         asker = self._asks.answered(event.handle)
         if asker is None:
             return
-        found = None if event.result is None else unsendable(event.result)
-        if found is not None:
-            # A handler's answer JSON cannot carry fails like a handler that raised: the server
-            # is answered with an error and the application is told which value it was.
-            path, problem = found
-            self.log("WARNING", f"a server request's handler answered with result{path} {problem}")
-            event = ServerRequestAnswered(
-                now=event.now, handle=event.handle, failed=f"its answer is not JSON ({problem})"
-            )
+        event, warning = checked_answer(event)
+        if warning is not None:
+            self.log("WARNING", warning)
         connection, request_id = asker
         if isinstance(connection, int):  # an input round of a call: (ticket, input key)
             self._calls.input_answered(connection, str(request_id), event)
         elif connection.phase is not Phase.READY or self._phase is not SessionPhase.RUNNING:
             # The connection that asked is gone; its server no longer waits for this answer.
             self.log("DEBUG", f"dropped the answer to server request {request_id!r}")
-        elif event.result is not None:
-            self.send(connection, rpc.result_response(request_id, event.result))
         else:
-            # The application's handler failed: the error is on our side of the request.
-            self.send(
-                connection,
-                rpc.error_response(
-                    request_id, rpc.INTERNAL_ERROR, f"the client's handler failed: {event.failed}"
-                ),
-            )
+            self.send(connection, answer_response(request_id, event))
 
     # --- time ------------------------------------------------------------------------------
 
@@ -502,13 +499,15 @@ class SessionMachine:
         now = self.now
         self._calls.expire(now)
         self._subscriptions.expire(now)
+        # Connections first: a handshake past its init_timeout is then a failed attempt, which
+        # the readiness waits ending now report (the ``async with`` block's ends with it).
+        for connection in self._connections:
+            self._connection_timers(connection, now)
         for ticket, deadline in sorted(self._waiters.items()):
             if deadline <= now:
                 del self._waiters[ticket]
                 self._fail_fast_waiters.discard(ticket)
-                self._reply(ticket, error=self._not_ready())
-        for connection in self._connections:
-            self._connection_timers(connection, now)
+                self._reply(ticket, error=self._wait_over())
         if self._close_deadline is not None and self._close_deadline <= now:
             self.log("ERROR", "stopping took too long; answering Close without the rest")
             self._answer_close()
@@ -643,25 +642,33 @@ class SessionMachine:
         self._last_error = error
         self._asks.forget(connection)
         self._calls.connection_failed(connection, error)
-        if not was_ready:
+        if was_ready:
+            self._attempts.reset(self.now)  # the attempts to come start a new run
+        else:
             connect_error = (
                 error
                 if isinstance(error, ConnectFailed)
                 else ConnectFailed(str(error), cause=error)
             )
-            self._connect_error = connect_error
-            if permanent:
-                self._permanent = connect_error
-                self._answer_waiters(connect_error)
-            else:
-                # fail_fast: each failed attempt answers the await_ready callers that
-                # wait fail-fast; the others wait through the retries.
-                self._answer_waiters(connect_error, fail_fast_only=True)
+            self._attempt_failed(connect_error, permanent)
         connection.failure, connection.failure_permanent = error, permanent
         if connection.phase is Phase.IDLE:
             self._arm_retry(connection)
         elif not self._transport.fail(connection):
             self.gone(connection)
+
+    def _attempt_failed(self, error: ConnectFailed, permanent: bool) -> None:
+        """A connect attempt failed: log it, end the readiness waits it ends (a permanent
+        failure, two in a row the same way, or fail-fast waits: ``_session/attempts.py``)."""
+        self.log(*self._attempts.failed(error, permanent))
+        self._connect_error = error
+        if permanent:
+            self._permanent = error
+            self._answer_waiters(error)
+        elif self._attempts.repeated:
+            self._answer_waiters(self._wait_over())
+        else:
+            self._answer_waiters(error, fail_fast_only=True)
 
     def send_initialize(self, connection: Connection) -> None:
         # A new session (HTTP+SSE endpoint, or one replacing a session the server forgot)
@@ -704,6 +711,7 @@ class SessionMachine:
         connection.attempt = 0  # the backoff resets only when a session is ready
         connection.connect_deadline = connection.probe_deadline = None
         self._connect_error = None
+        self._attempts.reset(self.now)
         self._calls.connection_ready(connection)
         self._subscriptions.connection_ready(connection)
         status = self.status(self.now)
@@ -758,17 +766,10 @@ class SessionMachine:
                 return None
         return self._connect_error or NotReady(self.state)
 
-    def _not_ready(self) -> NotReady:
-        """NotReady naming the last connect failure, if a retry is what we are waiting for."""
-        if self._connect_error is None:
-            return NotReady(self.state)
-        return NotReady(
-            self.state,
-            f"the session is {self.state}, not ready; still retrying after: "
-            f"{self._connect_error.reason}",
-        )
-
     # --- small helpers ---------------------------------------------------------------------
+
+    def _wait_over(self) -> McpError:
+        return self._attempts.wait_over(self._connect_error, self.state, self.now)
 
     def request(
         self,

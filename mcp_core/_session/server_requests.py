@@ -19,14 +19,18 @@ from typing import Any
 
 from .._transport.connection import Connection
 from .._vocabulary.actions import Action, ElicitationComplete, HandleServerRequest
+from .._vocabulary.events import ServerRequestAnswered
 from .._wire import jsonrpc as rpc
+from .._wire.json import unsendable
 
 __all__ = [
     "ELICITATION_MODES",
     "HANDLED_REQUESTS",
     "MAX_ELICITATIONS",
     "ServerRequests",
+    "answer_response",
     "answered_requests",
+    "checked_answer",
 ]
 
 # Server requests an application may answer, by the capability that announces the handler.
@@ -173,6 +177,30 @@ class ServerRequests:
     def _handle(self) -> int:
         self._next_handle += 1
         return self._next_handle
+
+
+def checked_answer(event: ServerRequestAnswered) -> tuple[ServerRequestAnswered, str | None]:
+    """The application's answer, and a warning to log when its result is no JSON: such an
+    answer fails like a handler that raised (the server is answered with an error, and the
+    application is told which value it was)."""
+    found = None if event.result is None else unsendable(event.result)
+    if found is None:
+        return event, None
+    path, problem = found
+    failed = ServerRequestAnswered(
+        now=event.now, handle=event.handle, failed=f"its answer is not JSON ({problem})"
+    )
+    return failed, f"a server request's handler answered with result{path} {problem}"
+
+
+def answer_response(request_id: rpc.RequestId, event: ServerRequestAnswered) -> dict[str, Any]:
+    """The response to the server's request: the handler's result, or, when it failed, an
+    error on our side of the request (-32603)."""
+    if event.result is not None:
+        return rpc.result_response(request_id, event.result)
+    return rpc.error_response(
+        request_id, rpc.INTERNAL_ERROR, f"the client's handler failed: {event.failed}"
+    )
 
 
 def elicitation_mode(params: Mapping[str, Any]) -> str | None:

@@ -41,6 +41,7 @@ from .._vocabulary.errors import (
     ConnectFailed,
     InvalidResponse,
     MessageTooLarge,
+    ServerUnreachable,
     SessionRejected,
     UnexpectedEvent,
 )
@@ -52,6 +53,7 @@ from .._vocabulary.events import (
     HttpResponseStarted,
 )
 from .._vocabulary.phases import Step
+from .._vocabulary.urls import redact_url
 from .._wire import jsonrpc as rpc
 from .._wire.framing import encode_message
 from .._wire.sse import SseDecoder, SseFrame, SseTooLarge
@@ -63,6 +65,7 @@ from .http_parts import (
     http_error,
     parse_json_body,
     parse_retry_after,
+    refused_get,
     request_headers,
 )
 from .jitter import Jitter, backoff_delay
@@ -113,6 +116,8 @@ class _Link:
     session_id: str | None = None  # the session the server assigned (legacy)
     sse: bool = False  # HTTP+SSE (2024-11-05)
     sse_endpoint: str | None = None  # the URL its `endpoint` event named, once known
+    # The status that refused the initialize POST and sent this connection to HTTP+SSE.
+    refused_post: int | None = None
     streams: dict[int, _Stream] = field(default_factory=dict)
     resumes: list[_Resume] = field(default_factory=list)
     # The stream the session awaits before it is ready: the initialized POST, then the GET.
@@ -138,6 +143,7 @@ class HttpTransport:
         assert spec.url is not None
         self._spec = spec
         self._url = spec.url
+        self._shown_url = redact_url(spec.url)  # what messages name: no userinfo or query
         self._connections = connections
         self._session = session
         self._out = out
@@ -162,7 +168,7 @@ class HttpTransport:
     def open(self, connection: Connection) -> bool:
         """Nothing to wait for: the endpoint is there to POST to. True: up now."""
         link = self._links[connection.index]
-        link.session_id = link.sse_endpoint = None
+        link.session_id = link.sse_endpoint = link.refused_post = None
         link.sse = False
         connection.move(Step.OPEN)
         return True
@@ -569,8 +575,23 @@ class HttpTransport:
             self._deleted(connection, link)
         elif stream.kind == "listen":
             self._listen_over(connection, stream, f"it failed: {event.reason}")
+        elif stream.status == 0 and self._opens(connection, stream):
+            # No status at all: nothing answered (refused, no such host, TLS). The probe's
+            # failure still falls back to initialize, whose failure is the attempt's.
+            if stream.request_id is not None:
+                connection.requests.pop(stream.request_id, None)
+            unreachable = ServerUnreachable(self._shown_url, event.reason)
+            self._session.fail(connection, ConnectFailed(str(unreachable), cause=unreachable))
         else:
             self._unanswered(connection, link, stream, f"the HTTP request failed: {event.reason}")
+
+    def _opens(self, connection: Connection, stream: _Stream) -> bool:
+        """``stream`` is the one an attempt to connect stands or falls by: the HTTP+SSE GET,
+        or the initialize POST."""
+        if stream.kind == "sse":
+            return True
+        request_id = stream.request_id
+        return request_id is not None and connection.requests.get(request_id) == INITIALIZE
 
     def _unanswered(self, connection: Connection, link: _Link, stream: _Stream, what: str) -> None:
         """A response is over; if its request is still unanswered, resume or fail it."""
@@ -610,7 +631,7 @@ class HttpTransport:
         if stream.kind == "sse":
             permanent = status in (401, 403)
             failed = ConnectFailed(
-                f"the server answered the HTTP+SSE GET with HTTP {status}",
+                refused_get(self._url, link.refused_post, status),
                 permanent=permanent,
                 http_error=http_error(status, stream.headers),
             )
@@ -630,7 +651,8 @@ class HttpTransport:
             if handshake:
                 # Permanent: credentials were resolved once; retrying presents them again.
                 failed = ConnectFailed(
-                    f"the server answered HTTP {status} (check the credentials in headers)",
+                    f"{self._shown_url} answered HTTP {status} "
+                    f"(check the credentials in headers)",
                     permanent=True,
                     http_error=error,
                 )
@@ -654,17 +676,19 @@ class HttpTransport:
         if handshake and (status == 429 or status >= 500):
             connection.retry_after = parse_retry_after(find_header(stream.headers, "retry-after"))
             self._session.fail(
-                connection, ConnectFailed(f"the server answered HTTP {status}", http_error=error)
+                connection,
+                ConnectFailed(f"{self._shown_url} answered HTTP {status}", http_error=error),
             )
         elif owner == INITIALIZE and status in (400, 404, 405) and not link.sse:
             # 2025-03-26+ transports §Backwards Compatibility: a 4xx to the initialize POST
             # (2025-11-25: 400, 404 or 405) means an HTTP+SSE server: GET the URL.
             self.open_sse(connection)
+            link.refused_post = status
         elif owner == INITIALIZE:
             self._session.fail(
                 connection,
                 ConnectFailed(
-                    f"the server answered initialize with HTTP {status}", http_error=error
+                    f"{self._shown_url} answered initialize with HTTP {status}", http_error=error
                 ),
             )
         else:

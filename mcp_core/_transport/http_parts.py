@@ -18,16 +18,20 @@ import base64
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from .._vocabulary.errors import HttpError
+from .._vocabulary.urls import redact_url
 from .._wire.json import loads
 
 __all__ = [
     "content_type",
     "encode_header_value",
+    "endpoint_hint",
     "find_header",
     "http_error",
     "parse_retry_after",
+    "refused_get",
     "request_headers",
 ]
 
@@ -122,3 +126,30 @@ def parse_json_body(body: bytes) -> object:
         return loads(body)
     except (ValueError, RecursionError):
         return None
+
+
+def refused_get(url: str, refused_post: int | None, status: int) -> str:
+    """Why the HTTP+SSE GET failed a connect attempt: the URL, the status of the initialize
+    POST that sent the client to HTTP+SSE (None: era 'sse', the GET was the only try) and
+    the GET's, and for a 404 where MCP servers usually are."""
+    if refused_post is None:
+        what = f"{redact_url(url)} answered the HTTP+SSE GET with HTTP {status}"
+    else:
+        what = (
+            f"{redact_url(url)} answered HTTP {refused_post} to the initialize POST "
+            f"and HTTP {status} to the HTTP+SSE GET"
+        )
+    if status == 404 and refused_post in (None, 404):
+        what += f": no MCP server there; {endpoint_hint(url)}"
+    return what
+
+
+def endpoint_hint(url: str) -> str:
+    """Where to look when ``url`` answered 404 to everything: most servers serve Streamable
+    HTTP at ``/mcp`` (the official SDKs' default) and HTTP+SSE at ``/sse``."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if path.endswith(("/mcp", "/sse")):
+        return "check the path in the server's documentation"
+    suggested = urlunsplit((parts.scheme, parts.netloc, "/mcp", "", ""))
+    return f"most servers serve MCP at /mcp ({redact_url(suggested)})"

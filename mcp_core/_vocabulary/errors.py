@@ -33,6 +33,7 @@ __all__ = [
     "OutputValidationError",
     "RequestTimeout",
     "ServerExited",
+    "ServerUnreachable",
     "SessionRejected",
     "UnexpectedEvent",
     "UnknownPrompt",
@@ -113,11 +114,17 @@ class ConnectFailed(McpError):
     """The last connect or handshake failed; ``reason`` says why. ``cause`` is the typed
     failure: ``InitializationFailed`` (initialize answered with an error),
     ``UnsupportedVersion``, ``InvalidResponse`` (an answer of the wrong shape, or an HTTP
-    request that failed), ``ServerExited`` (the process died during the handshake),
-    ``RequestTimeout`` (no handshake within ``init_timeout``), ``MessageTooLarge``,
-    ``HttpError`` (also in ``http_error``), ``AuthorizationRequired``,
-    ``AuthorizationFailed``, ...; ``None`` when there is no typed failure to give (a process
-    that could not be spawned: the reason names the file)."""
+    request that failed), ``ServerUnreachable`` (nothing answered at the URL),
+    ``ServerExited`` (the process died during the handshake), ``RequestTimeout`` (no
+    handshake within ``init_timeout``), ``MessageTooLarge``, ``HttpError`` (also in
+    ``http_error``), ``AuthorizationRequired``, ``AuthorizationFailed``, ...; ``None`` when
+    there is no typed failure to give (a process that could not be spawned: the reason names
+    the file).
+
+    ``attempts`` is how many connect attempts had failed in a row when this was raised.
+    ``await_ready`` (and so a ``with`` block) raises one that ``gave_up`` waiting: its
+    deadline passed, or two attempts in a row failed the same way (docs/client.md, "When a
+    server cannot start"); the client itself goes on retrying until it is stopped."""
 
     def __init__(
         self,
@@ -126,19 +133,47 @@ class ConnectFailed(McpError):
         permanent: bool = False,
         http_error: HttpError | None = None,
         cause: McpError | None = None,
+        attempts: int = 1,
+        gave_up: str | None = None,
     ) -> None:
-        suffix = (
-            "; this will not be retried: fix the spec and create a new client"
-            if permanent
-            else "; the client retries with backoff (await_ready waits for it)"
-        )
-        super().__init__(f"could not connect: {reason}{suffix}")
+        if gave_up is not None:
+            # One sentence: how the wait ended, then the last failure (its stderr tail last).
+            message = f"could not connect ({gave_up}): {reason}"
+        elif permanent:
+            message = (
+                f"could not connect: {reason}; this will not be retried: "
+                f"fix the spec and create a new client"
+            )
+        else:
+            message = (
+                f"could not connect: {reason}; the client retries with backoff "
+                f"(await_ready waits for it)"
+            )
+        super().__init__(message)
         self.reason = reason
         self.permanent = permanent
         if http_error is None and isinstance(cause, HttpError):
             http_error = cause
         self.http_error = http_error  # the HTTP answer that refused the connect, if any
         self.cause = cause if cause is not None else http_error
+        self.attempts = attempts
+        self.gave_up = gave_up is not None
+
+
+class ServerUnreachable(McpError, ConnectionError):
+    """Nothing answered at the server's URL: the connection was refused, the name did not
+    resolve, TLS failed or the connection dropped before any HTTP status came. ``url`` is the
+    URL (userinfo, query and fragment redacted), ``reason`` what the network said. Reported
+    as a ``ConnectFailed``'s ``cause``; the client retries with backoff (a server may still
+    be starting). Also a ``ConnectionError``; its ``errno`` is None."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(
+            f"nothing answered at {url} ({reason}): is the server running, and is the "
+            f"address right?"
+        )
+        self.url = url
+        self.reason = reason
 
 
 class InitializationFailed(McpError):

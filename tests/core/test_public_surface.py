@@ -109,6 +109,7 @@ ERRORS = [
     "NotReady",
     "RequestTimeout",
     "ServerExited",
+    "ServerUnreachable",
     "SessionRejected",
     "UnexpectedEvent",
     "UnknownPrompt",

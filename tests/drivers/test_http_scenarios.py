@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 
-import anyio
-import anyio.to_thread
 import pytest
 
 import mcp_core as core
@@ -159,14 +157,14 @@ async def test_transient_failures_at_connect_are_retried(driver: str, fault: str
 async def test_retry_after_is_honoured(driver: str) -> None:
     with HttpFaultServer() as server:
         server.set_fault("rate_limited", method="initialize", retry_after="30")
-        c = client(driver, server.url, era="legacy")
+        c = client(driver, server.url, era="legacy", fail_fast=True)
         await c.start()
         try:
-            await anyio.to_thread.run_sync(
-                server.wait_for_request, lambda r: r.rpc_method == "initialize", 10
-            )
-            with pytest.raises(core.NotReady):
-                await c.await_ready(0.5)
+            # fail_fast: the wait ends when the 429 has been read, not at a guessed deadline.
+            with pytest.raises(core.ConnectFailed) as failed:
+                await c.await_ready(10)
+            assert isinstance(failed.value.cause, core.HttpError)
+            assert failed.value.cause.status == 429
             retry_in = c.status().retry_in
             assert retry_in is not None and retry_in > 25
         finally:

@@ -5,6 +5,8 @@ Run: python tests/servers/fault_server.py [flags]   (newline-delimited JSON-RPC 
 Flags:
   --banner               print the non-JSON line "starting fault server v1" to stdout first
   --exit-on-start CODE   write "fatal: config missing" to stderr and exit with CODE at once
+  --exit-varies          with --exit-on-start: the line names the process id, so no two
+                         starts fail the same way (the client then waits through retries)
   --init-error           answer `initialize` with JSON-RPC error -32603 "boom"
   --version V            answer `initialize` with protocolVersion V (default: the client's own)
   --no-discover-answer   never answer `server/discover` (default: -32601, like a legacy server)
@@ -89,6 +91,7 @@ class Options:
         self.version: str | None = _value_after(argv, "--version")
         exit_code = _value_after(argv, "--exit-on-start")
         self.exit_on_start = int(exit_code) if exit_code is not None else None
+        self.exit_varies = "--exit-varies" in argv
 
 
 def _value_after(argv: list[str], flag: str) -> str | None:
@@ -377,7 +380,8 @@ MATRIX_TOOLS = {
 def main() -> None:
     options = Options(sys.argv[1:])
     if options.exit_on_start is not None:
-        sys.stderr.write("fatal: config missing\n")
+        varies = f" (pid {os.getpid()})" if options.exit_varies else ""
+        sys.stderr.write(f"fatal: config missing{varies}\n")
         sys.stderr.flush()
         os._exit(options.exit_on_start)
     if options.ignore_sigterm:

@@ -211,7 +211,10 @@ def test_an_http_connect_failure_carries_its_cause() -> None:
     h.feed(core.HttpFailed(now=h.now, stream=init.stream, reason="ConnectError: refused"))
     failed = h.error(waiter)
     assert isinstance(failed, core.ConnectFailed)
-    assert isinstance(failed.cause, core.InvalidResponse) and "ConnectError" in str(failed.cause)
+    assert isinstance(failed.cause, core.ServerUnreachable) and failed.cause.reason == (
+        "ConnectError: refused"
+    )
+    assert failed.cause.url == "https://mcp.example.com/mcp"
 
 
 @pytest.mark.parametrize("status", [429, 503])
