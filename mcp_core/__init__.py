@@ -16,6 +16,8 @@ in public submodules, each with its own ``__all__``:
   tool names across servers).
 - ``mcp_core.driver``: what a driver needs besides the machine (the child's environment, the
   facts of a reservation), for writing a driver for another framework.
+- ``mcp_core.providers``: tools and tool results in the shapes the model providers' APIs take
+  (OpenAI, Anthropic, Gemini), with names each of them accepts.
 """
 
 from ._config.files import InvalidConfig, LoadedConfig, load_config

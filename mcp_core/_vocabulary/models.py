@@ -9,6 +9,10 @@ machine turns that into ``InvalidResponse`` for the one request concerned.
 
 The wire's camelCase names become snake_case attributes (``inputSchema`` -> ``input_schema``,
 ``_meta`` -> ``meta``). Mappings are kept as the decoder produced them (plain dicts).
+
+``to_wire()`` is the way back, next to each parser: the MCP JSON of the fields a model holds
+(camelCase keys as in the 2025-11-25 schema, None fields left out, mappings copied into plain
+dicts and lists), so that parsing it again gives an equal object.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
     "UnknownContent",
     "completion_params",
     "content_from_wire",
+    "plain_json",
 ]
 
 # A tool name every major model provider takes as a function name (OpenAI's pattern is the
@@ -107,6 +112,23 @@ def _opt_obj(wire: Mapping[str, Any], key: str, what: str) -> Mapping[str, Any] 
     return value
 
 
+def plain_json(value: object) -> Any:
+    """``value`` in plain JSON containers: each mapping a new dict, each list or tuple a new list
+    (so the caller may change what ``to_wire`` returns without touching a frozen model)."""
+    if isinstance(value, Mapping):
+        return {key: plain_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_json(item) for item in value]
+    return value
+
+
+def _wire(fields: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    """``fields`` and each of ``optional`` that is not None (wire names as keywords), in plain
+    JSON containers."""
+    fields.update((key, value) for key, value in optional.items() if value is not None)
+    return {key: plain_json(value) for key, value in fields.items()}
+
+
 # --- tools -------------------------------------------------------------------------------------
 
 
@@ -143,6 +165,19 @@ class Tool:
             raw=d,
         )
 
+    def to_wire(self) -> dict[str, Any]:
+        """The tool as MCP JSON (2025-11-25 schema, ``Tool``): the modelled fields only; what this
+        class does not model (``icons``, ``execution``, ...) is in ``raw``."""
+        return _wire(
+            {"name": self.name},
+            title=self.title,
+            description=self.description,
+            inputSchema=self.input_schema,
+            outputSchema=self.output_schema,
+            annotations=self.annotations,
+            _meta=self.meta,
+        )
+
     @property
     def name_issue(self) -> str | None:
         """Why a model provider may refuse this name as a function name, or None. The tool is
@@ -177,6 +212,11 @@ class TextContent:
     annotations: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
 
+    def to_wire(self) -> dict[str, Any]:
+        return _wire(
+            {"type": "text", "text": self.text}, annotations=self.annotations, _meta=self.meta
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ImageContent:
@@ -188,6 +228,13 @@ class ImageContent:
     annotations: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
 
+    def to_wire(self) -> dict[str, Any]:
+        return _wire(
+            {"type": "image", "data": self.data, "mimeType": self.mime_type},
+            annotations=self.annotations,
+            _meta=self.meta,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AudioContent:
@@ -198,6 +245,13 @@ class AudioContent:
     mime_type: str
     annotations: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _wire(
+            {"type": "audio", "data": self.data, "mimeType": self.mime_type},
+            annotations=self.annotations,
+            _meta=self.meta,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,6 +267,16 @@ class ResourceLink:
     annotations: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
 
+    def to_wire(self) -> dict[str, Any]:
+        return _wire(
+            {"type": "resource_link", "uri": self.uri, "name": self.name},
+            title=self.title,
+            description=self.description,
+            mimeType=self.mime_type,
+            annotations=self.annotations,
+            _meta=self.meta,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EmbeddedResource:
@@ -223,6 +287,13 @@ class EmbeddedResource:
     annotations: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
 
+    def to_wire(self) -> dict[str, Any]:
+        return _wire(
+            {"type": "resource", "resource": self.resource},
+            annotations=self.annotations,
+            _meta=self.meta,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnknownContent:
@@ -232,6 +303,10 @@ class UnknownContent:
     raw: Mapping[str, Any]
     annotations: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """``raw``, with the fields of this object over it."""
+        return _wire({**self.raw, "type": self.type}, annotations=self.annotations, _meta=self.meta)
 
 
 ContentBlock = (
@@ -313,6 +388,15 @@ class CallToolResult:
             structured_content=d.get("structuredContent"),
             is_error=is_error is True,
             meta=_opt_obj(d, "_meta", what) if "_meta" in d else None,
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The result as MCP JSON (2025-11-25 schema, ``CallToolResult``), ``isError`` always
+        present; ``data`` (this client's own) is not on the wire."""
+        return _wire(
+            {"content": [block.to_wire() for block in self.content], "isError": self.is_error},
+            structuredContent=self.structured_content,
+            _meta=self.meta,
         )
 
     @property
@@ -435,6 +519,14 @@ class ResourceContents:
             raw=d,
         )
 
+    def to_wire(self) -> dict[str, Any]:
+        """``TextResourceContents`` or ``BlobResourceContents`` (2025-11-25 schema), ``blob``
+        encoded in base64 again."""
+        blob = None if self.blob is None else base64.b64encode(self.blob).decode("ascii")
+        return _wire(
+            {"uri": self.uri}, mimeType=self.mime_type, text=self.text, blob=blob, _meta=self.meta
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadResourceResult:
@@ -451,6 +543,9 @@ class ReadResourceResult:
             contents=tuple(ResourceContents.from_wire(item) for item in listed),
             meta=_opt_obj(d, "_meta", "resources/read result"),
         )
+
+    def to_wire(self) -> dict[str, Any]:
+        return _wire({"contents": [item.to_wire() for item in self.contents]}, _meta=self.meta)
 
     @property
     def text(self) -> str:
@@ -514,6 +609,17 @@ class PromptMessage:
     role: str
     content: ContentBlock
 
+    @classmethod
+    def from_wire(cls, wire: object) -> PromptMessage:
+        message = _mapping(wire, "prompt message")
+        return cls(
+            role=_str(message, "role", "prompt message"),
+            content=content_from_wire(_obj(message, "content", "prompt message")),
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.content.to_wire()}
+
     @property
     def text(self) -> str:
         """The message's text (``""`` when its content is not a text block)."""
@@ -541,19 +647,17 @@ class GetPromptResult:
         what = "prompts/get result"
         d = _mapping(wire, what)
         listed: list[Any] = _get(d, "messages", what, list, required=True)
-        messages = []
-        for item in listed:
-            message = _mapping(item, "prompt message")
-            messages.append(
-                PromptMessage(
-                    role=_str(message, "role", "prompt message"),
-                    content=content_from_wire(_obj(message, "content", "prompt message")),
-                )
-            )
         return cls(
-            messages=tuple(messages),
+            messages=tuple(PromptMessage.from_wire(item) for item in listed),
             description=_opt_str(d, "description", what),
             meta=_opt_obj(d, "_meta", what),
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        return _wire(
+            {"messages": [message.to_wire() for message in self.messages]},
+            description=self.description,
+            _meta=self.meta,
         )
 
 

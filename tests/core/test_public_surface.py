@@ -181,6 +181,18 @@ SUBMODULES = {
         "reservation_facts",
         "token_store_key",
     ],
+    "mcp_core.providers": [
+        "ToolDeclarations",
+        "anthropic_tool_result",
+        "anthropic_tools",
+        "gemini_tool_result",
+        "gemini_tools",
+        "openai_response_tool_result",
+        "openai_response_tools",
+        "openai_tool_images",
+        "openai_tool_result",
+        "openai_tools",
+    ],
     "mcp_core.states": [
         "AUTH_TABLE",
         "CONNECTION_TABLE",
