@@ -95,7 +95,7 @@ from .._vocabulary.events import (
     TimerFired,
     Unsubscribe,
 )
-from .._vocabulary.models import Status
+from .._vocabulary.models import SessionState, Status
 from .._vocabulary.phases import (
     ESTABLISHED,
     HANDSHAKING,
@@ -103,6 +103,7 @@ from .._vocabulary.phases import (
     SessionPhase,
     SessionStep,
     Step,
+    session_state,
     session_step,
 )
 from .._vocabulary.tokens import StoredAuthorization
@@ -334,18 +335,9 @@ class SessionMachine:
         return self._phase is SessionPhase.CLOSING
 
     @property
-    def state(self) -> str:
-        """'starting' | 'initializing' | 'ready' | 'closed'."""
-        if self._phase is not SessionPhase.RUNNING:
-            return "closed"
-        phases = {connection.phase for connection in self._connections}
-        if Phase.READY in phases:
-            return "ready"
-        if phases.intersection(HANDSHAKING):
-            return "initializing"
-        if Phase.SPAWNING in phases or Phase.OPEN in phases:
-            return "starting"
-        return "closed"
+    def state(self) -> SessionState:
+        """'starting' | 'initializing' | 'ready' | 'closed' (``session_state``'s rules)."""
+        return session_state(self._phase, (connection.phase for connection in self._connections))
 
     @property
     def concurrency(self) -> str:

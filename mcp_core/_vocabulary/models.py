@@ -18,7 +18,7 @@ import binascii
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 __all__ = [
     "AudioContent",
@@ -39,13 +39,22 @@ __all__ = [
     "ResourceLink",
     "ResourceRef",
     "ResourceTemplate",
+    "SessionEra",
+    "SessionState",
     "Status",
     "TextContent",
     "Tool",
+    "TransportName",
     "UnknownContent",
     "completion_params",
     "content_from_wire",
 ]
+
+# The values of ``Status.state``, ``.transport`` and ``.era`` (see ``Status``). A test keeps
+# ``SessionState`` equal to what ``mcp_core.states.session_state`` can return.
+SessionState = Literal["starting", "initializing", "ready", "closed"]
+TransportName = Literal["stdio", "http", "sse", "unknown"]
+SessionEra = Literal["legacy", "modern"]
 
 # A tool name every major model provider takes as a function name (OpenAI's pattern is the
 # strictest: 1-64 of letters, digits, '_' and '-').
@@ -636,18 +645,27 @@ class Completion:
 class Status:
     """A snapshot of one client.
 
-    ``state`` is ``'starting'``, ``'initializing'``, ``'ready'`` or ``'closed'``; ``transport``
-    ``'stdio'``, ``'http'`` or ``'sse'``; ``era`` ``'legacy'``, ``'modern'`` or None (not
-    known yet); ``concurrency`` the policy in force. ``in_flight`` and ``queued``
-    count caller work only; ``last_error`` is already redacted; ``retry_in`` is seconds until
-    the next connect attempt, or None when none is scheduled.
+    ``state`` (``SessionState``) is ``'starting'`` (a process is being spawned, or the
+    transport is up before its handshake), ``'initializing'`` (a handshake is under way),
+    ``'ready'`` (calls go out) or ``'closed'`` (not started, stopped, or every connection
+    failed: ``last_error`` says why and ``retry_in`` when the next attempt is);
+    ``docs/states.md`` shows how the session's phases give it. ``transport``
+    (``TransportName``) is ``'stdio'``, ``'http'``, ``'sse'`` (an HTTP server found to speak
+    the 2024-11-05 HTTP+SSE transport) or ``'unknown'``: only for a server a ``ClientGroup``
+    refused before it had a spec and whose entry does not say, as one ``load_config``
+    skipped (it keeps only the reason) or one with neither ``command`` nor ``url``; a refused
+    entry that names one gets its transport. ``era`` (``SessionEra``) is ``'legacy'``,
+    ``'modern'`` or None (no session is ready); ``concurrency`` the policy in force
+    (``'unknown'`` for that same refused server). ``in_flight`` and ``queued`` count caller
+    work only; ``last_error`` is already redacted; ``retry_in`` is seconds until the next
+    connect attempt, or None when none is scheduled.
     """
 
     name: str
-    state: str
-    transport: str
+    state: SessionState
+    transport: TransportName
     concurrency: str
-    era: str | None = None
+    era: SessionEra | None = None
     protocol_version: str | None = None
     in_flight: int = 0
     queued: int = 0

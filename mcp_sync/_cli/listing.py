@@ -249,7 +249,7 @@ def _print_status_table(statuses: Mapping[str, Status], logins: Mapping[str, str
     errors = Text()
     for name, s in statuses.items():
         # A closed server is down, whether it failed or its config entry was refused.
-        state = "down" if s.state == "closed" else s.state
+        state: str = "down" if s.state == "closed" else s.state
         if name in logins:
             state = "needs login"
         style = {"ready": "green", "down": "red"}.get(state, "yellow")
