@@ -127,12 +127,12 @@ from ._vocabulary.models import (
     ResourceLink,
     ResourceRef,
     ResourceTemplate,
-    Status,
     TextContent,
     Tool,
     UnknownContent,
 )
 from ._vocabulary.names import normalise_server, parse_tool_name, tool_name
+from ._vocabulary.status import SessionEra, SessionState, Status, TransportName
 from ._vocabulary.tokens import InMemoryTokenStore, StoredAuthorization, TokenStore
 
 __all__ = [
@@ -220,8 +220,10 @@ __all__ = [
     "ServerExited",
     "ServerRequestAnswered",
     "ServerUnreachable",
+    "SessionEra",
     "SessionMachine",
     "SessionRejected",
+    "SessionState",
     "SettleReservation",
     "SignAssertion",
     "SignalProcess",
@@ -241,6 +243,7 @@ __all__ = [
     "TimerFired",
     "TokenStore",
     "Tool",
+    "TransportName",
     "UnexpectedEvent",
     "UnknownContent",
     "UnknownPrompt",

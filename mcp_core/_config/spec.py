@@ -23,6 +23,7 @@ from typing import Any, Literal, TypedDict, get_args
 from urllib.parse import urlsplit
 
 from .._vocabulary.errors import InvalidSpec
+from .._vocabulary.status import SessionEra
 from .._vocabulary.urls import REDACTED, is_client_id_metadata_url, redact_url
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 Concurrency = Literal["stateless", "pooled", "serialized"]
-Era = Literal["auto", "legacy", "modern"]
+Era = Literal["auto", SessionEra]  # "auto": probe, then the era the server speaks
 OAuthGrant = Literal["authorization_code", "client_credentials"]
 
 

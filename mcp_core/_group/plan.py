@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 from .._config.spec import Spec
 from .._vocabulary.errors import ConnectFailed, McpError
-from .._vocabulary.models import Status
+from .._vocabulary.status import Status, TransportName
 from .names import ToolTable
 
 __all__ = ["GroupPlan", "GroupSpecs", "LoadedConfigLike", "down_error", "plan_group"]
@@ -157,8 +157,11 @@ def _entries(specs: GroupSpecs) -> tuple[dict[str, object], dict[str, str]]:
 
 
 def refused_status(name: str, reason: str, entry: object) -> Status:
-    """The ``closed`` Status of a server the group did not start, ``last_error`` = why."""
-    transport = concurrency = "unknown"
+    """The ``closed`` Status of a server the group did not start, ``last_error`` = why. Its
+    transport is the one its entry names (``url``: http, ``command``: stdio), else
+    ``'unknown'``: an entry ``load_config`` skipped comes as its reason only (``entry`` None)."""
+    transport: TransportName = "unknown"
+    concurrency = "unknown"
     if isinstance(entry, Spec):
         transport, concurrency = entry.transport, entry.default_concurrency(None)
     elif isinstance(entry, Mapping):

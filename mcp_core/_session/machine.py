@@ -16,7 +16,8 @@ holds one and reads top to bottom (``docs/architecture.md`` draws the packages t
 - ``admission.py``: the in-flight window, the queue behind it and every caller's deadline;
   ``calls.py``: caller work on top of it (tools/call, lists, any request, progress,
   cancellation, paging, input rounds), ``results.py`` reading the answers.
-- ``opening.py``: the handshake each era needs, and the era cache.
+- ``opening.py``: the handshake each era needs, and the era cache; ``attempts.py``: failed
+  connect attempts, what is logged of each, and when a readiness wait gives up on them.
 - ``inbox.py``: what the server sends, to the layer it concerns; ``server_requests.py``: the
   server's own requests to the application; ``subscriptions.py``: 2026-07-28 listen streams.
 - a ``Transport`` (``_transport/connection.py``): ``_transport/stdio.py`` (spawn, framing,
@@ -95,7 +96,6 @@ from .._vocabulary.events import (
     TimerFired,
     Unsubscribe,
 )
-from .._vocabulary.models import Status
 from .._vocabulary.phases import (
     ESTABLISHED,
     HANDSHAKING,
@@ -103,8 +103,10 @@ from .._vocabulary.phases import (
     SessionPhase,
     SessionStep,
     Step,
+    session_state,
     session_step,
 )
+from .._vocabulary.status import SessionState, Status
 from .._vocabulary.tokens import StoredAuthorization
 from .._wire import jsonrpc as rpc
 from .admission import Admission
@@ -341,18 +343,9 @@ class SessionMachine:
         return self._phase is SessionPhase.CLOSING
 
     @property
-    def state(self) -> str:
-        """'starting' | 'initializing' | 'ready' | 'closed'."""
-        if self._phase is not SessionPhase.RUNNING:
-            return "closed"
-        phases = {connection.phase for connection in self._connections}
-        if Phase.READY in phases:
-            return "ready"
-        if phases.intersection(HANDSHAKING):
-            return "initializing"
-        if Phase.SPAWNING in phases or Phase.OPEN in phases:
-            return "starting"
-        return "closed"
+    def state(self) -> SessionState:
+        """'starting' | 'initializing' | 'ready' | 'closed' (``session_state``'s rules)."""
+        return session_state(self._phase, (connection.phase for connection in self._connections))
 
     @property
     def concurrency(self) -> str:

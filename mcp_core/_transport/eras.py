@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._vocabulary.errors import InvalidResponse, UnsupportedVersion
+from .._vocabulary.status import SessionEra
 
 __all__ = [
     "CLIENT_INFO",
@@ -48,7 +49,7 @@ SUBSCRIPTION_META = _META + "subscriptionId"
 class Handshake:
     """What the server told us about itself when the session became ready."""
 
-    era: str
+    era: SessionEra
     protocol_version: str
     server_info: Mapping[str, Any] | None
     capabilities: Mapping[str, Any]

@@ -1,4 +1,4 @@
-"""What callers get back: tools, tool results, content blocks and ``Status``.
+"""What callers get back: tools, tool results, content blocks, resources and prompts.
 
 Parsing is hand-written and tolerant, for every protocol version from 2024-11-05 to
 2026-07-28: fields a later version added are optional, fields this
@@ -43,7 +43,6 @@ __all__ = [
     "ResourceLink",
     "ResourceRef",
     "ResourceTemplate",
-    "Status",
     "TextContent",
     "Tool",
     "UnknownContent",
@@ -731,62 +730,3 @@ class Completion:
             total=_opt_int(completion, "total", f"{what}.completion"),
             has_more=has_more is True,
         )
-
-
-# --- status ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Status:
-    """A snapshot of one client.
-
-    ``state`` is ``'starting'``, ``'initializing'``, ``'ready'`` or ``'closed'``; ``transport``
-    ``'stdio'``, ``'http'`` or ``'sse'``; ``era`` ``'legacy'``, ``'modern'`` or None (not
-    known yet); ``concurrency`` the policy in force. ``in_flight`` and ``queued``
-    count caller work only; ``last_error`` is already redacted; ``retry_in`` is seconds until
-    the next connect attempt, or None when none is scheduled.
-    """
-
-    name: str
-    state: str
-    transport: str
-    concurrency: str
-    era: str | None = None
-    protocol_version: str | None = None
-    in_flight: int = 0
-    queued: int = 0
-    tools: int | None = None
-    last_error: str | None = None
-    retry_in: float | None = None
-    server_info: Mapping[str, Any] | None = None
-    # What the server declared it offers (``initialize`` or ``server/discover``), and the
-    # ``instructions`` it gave for using it; None until a session is ready.
-    capabilities: Mapping[str, Any] | None = None
-    instructions: str | None = None
-
-    @property
-    def ready(self) -> bool:
-        return self.state == "ready"
-
-    def __str__(self) -> str:
-        """One line for a person: name, state, transport and era, work, tools, and the last
-        error. The server's info, capabilities and instructions (which may run to pages) are
-        left to the fields and to ``repr``."""
-        era = f", {self.era}" if self.era else ""
-        if self.era and self.protocol_version:
-            era += f" {self.protocol_version}"
-        parts = [f"{self.name}: {self.state} ({self.transport}{era})"]
-        if self.in_flight or self.queued:
-            parts.append(f"{self.in_flight} in flight, {self.queued} queued")
-        if self.tools is not None:
-            parts.append(f"{self.tools} tool{'' if self.tools == 1 else 's'}")
-        if self.last_error is not None:
-            retry = f" (next attempt in {self.retry_in:.1f} s)" if self.retry_in is not None else ""
-            parts.append(f"last error: {_shorten(self.last_error, 160)}{retry}")
-        return "; ".join(parts)
-
-
-def _shorten(text: str, most: int) -> str:
-    """``text`` on one line, cut to ``most`` characters with an ellipsis."""
-    line = " ".join(text.split())
-    return line if len(line) <= most else line[: most - 1] + "…"

@@ -6,7 +6,7 @@ truth about "in this phase, this leads there" (h11's ``_state.py`` is the model)
 lists the moves that exist, not every event a phase lets by. ``docs/states.md`` is drawn from
 them by ``scripts/draw_states.py`` and a test keeps it in sync.
 
-Four tables:
+Four tables, and the rules that give ``Status.state``:
 
 - ``SESSION_TABLE``: the client as a whole. A session is ``NEW`` until ``Connect``,
   ``RUNNING`` until ``Close``, ``CLOSING`` until every connection is ``IDLE``
@@ -19,6 +19,7 @@ Four tables:
   (stdout and stderr bytes, write failures, HTTP bodies, caller requests) are not in it.
 - ``STOP_TABLE``: the shutdown of one server process (MCP 2025-11-25 basic/lifecycle §Shutdown):
   close stdin, SIGTERM, SIGKILL, each after ``shutdown_grace`` seconds, then give up.
+- ``STATE_RULES``: what ``Status.state`` says of a session (``session_state``).
 - ``AUTH_TABLE``: the authorization layer (OAuth, HTTP only): discovery, registration, the
   grant, the token, and what a failure does.
 
@@ -33,10 +34,11 @@ own state allows them, so a missing pair there is a ``KeyError``: a bug in the c
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from .errors import UnexpectedEvent
 from .events import Close, Connect, Event, ProcessExited, ProcessSpawned, SpawnFailed, TimerFired
+from .status import SessionState
 
 __all__ = [
     "AUTH_TABLE",
@@ -45,6 +47,7 @@ __all__ = [
     "FIRST_HANDSHAKE",
     "HANDSHAKING",
     "SESSION_TABLE",
+    "STATE_RULES",
     "STOP_TABLE",
     "AuthPhase",
     "AuthStep",
@@ -56,6 +59,7 @@ __all__ = [
     "auth_step",
     "connection_step",
     "render_tables",
+    "session_state",
     "session_step",
     "stop_step",
 ]
@@ -206,6 +210,28 @@ def connection_step(phase: Phase, step: type[Event] | Step, slot: int) -> Phase:
     except KeyError:
         name = step.__name__ if isinstance(step, type) else step.value
         raise UnexpectedEvent(phase.name, name, f" (slot {slot})") from None
+
+
+# --- what Status.state says --------------------------------------------------------------------
+
+# A running session's ``Status.state``: the first rule one of its connections is in (a pooled
+# session has several); a session not RUNNING, or one whose connections are all IDLE or
+# STOPPING (failed, a retry perhaps armed), is ``closed``.
+STATE_RULES: tuple[tuple[tuple[Phase, ...], SessionState], ...] = (
+    ((Phase.READY,), "ready"),
+    (HANDSHAKING, "initializing"),
+    ((Phase.SPAWNING, Phase.OPEN), "starting"),
+)
+
+
+def session_state(phase: SessionPhase, connections: Iterable[Phase]) -> SessionState:
+    """``Status.state`` of a session in ``phase`` whose connections are in ``connections``."""
+    if phase is SessionPhase.RUNNING:
+        present = set(connections)
+        for phases, state in STATE_RULES:
+            if present.intersection(phases):
+                return state
+    return "closed"
 
 
 # --- stopping one process ----------------------------------------------------------------------
@@ -364,6 +390,22 @@ def render_tables() -> str:
     lines += [
         f"| {phase.name} | {_name(step)} | {after.name} |"
         for (phase, step), after in CONNECTION_TABLE.items()
+    ]
+    lines += [
+        "",
+        "## `Status.state`",
+        "",
+        "What `status()` says of a RUNNING session: the first row one of its connections is",
+        "in (a pooled session has several). A session in any other phase, or whose",
+        "connections are all IDLE or STOPPING (it failed; `retry_in` says when it tries",
+        "again), is `closed`.",
+        "",
+        "| a connection in | `Status.state` |",
+        "|---|---|",
+    ]
+    lines += [
+        f"| {', '.join(phase.name for phase in phases)} | `{state}` |"
+        for phases, state in STATE_RULES
     ]
     lines += [
         "",

@@ -43,9 +43,16 @@ command (a traceback on stderr); 130 interrupted.
 
 This is the blocking driver's command: no event loop. Human output uses rich (a table, a
 spinner while servers start, a bar while a call reports progress; the animations only when
-stderr is a terminal); ``--json`` output is plain JSON on stdout. Every error is one line on
-stderr; messages come from redacted specs and errors, so a ``--header`` value or a config's
-secret is never printed, nor is a token, code or client secret. The authorization URL is
+stderr is a terminal); ``--json`` output is plain JSON on stdout. A table is as wide as the
+terminal (or ``COLUMNS``, or 100 columns into a file or pipe); its descriptions wrap, names
+are never cut; a tool's or prompt's arguments are listed one a line, an optional one ending
+in ``?``, a tool's with its type (``b?: number``). ``status`` names the states as the library
+does (``Status.state``: starting, initializing, ready, closed), in the table as in ``--json``.
+Every error is one line on stderr; messages come from redacted specs and errors, so a
+``--header`` value or a config's secret is never printed, nor is a token, code or client
+secret. A library message is put in a shell user's words on its way out (``wording.py``):
+the config entry, ``--url`` or the command after ``--`` where it says "the spec", an option
+or a subcommand where it names a keyword argument or a method. The authorization URL is
 shown to the user on stderr by ``login`` only, never logged.
 
 ``login`` has a test hook, ``MCP_CLIENT_TEST_AUTHORIZE`` (not for users: ``logins.py`` says
@@ -58,7 +65,9 @@ The package, one module per part of the command:
 - ``__main__.py``: ``python -m mcp_sync._cli``.
 - ``errors.py``: the exit codes and ``CliError``.
 - ``sources.py``: SOURCE's options, loading the config or the ``--url``/command server, the
-  token file and the ``mcp-client login`` line a server that needs a login is reported with.
+  library's messages about them in shell words (``explained``), the token file and the
+  ``mcp-client login`` line a server that needs a login is reported with.
+- ``wording.py``: the library's phrases a shell user has no use for, and theirs.
 - ``running.py``: the ``ClientGroup`` of a command: starting all servers or one, routing a
   tool or prompt name, a failed request as its one line and exit code.
 - ``render.py``: the output: MCP JSON, rich tables, the spinner and the progress bar.

@@ -29,7 +29,8 @@ _timeout_option = click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
-    help="Give up on the request after this long (default: the server's call_timeout).",
+    help="Give up on the request after this long (default: the call_timeout of the server's "
+    "config entry, 30 s unless it sets one).",
 )
 
 
@@ -40,7 +41,8 @@ _timeout_option = click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
-    help="Give up on the call after this long (default: the server's call_timeout).",
+    help="Give up on the call after this long (default: the call_timeout of the server's "
+    "config entry, 30 s unless it sets one).",
 )
 @source_options
 def call(
@@ -61,7 +63,7 @@ def call(
     parsed = _arguments(arguments)
     source, loaded = load_servers(config_path, url, headers, expand_env)
     with server_group(loaded, source) as group:
-        name, server = route_of(group, loaded, name, ToolTable)
+        name, server = route_of(group, loaded, source, name, ToolTable)
         start_one(group, loaded, server, source, start_timeout, fancy=animated(as_json))
         with reported(name, server, source):
             result = _call(group, name, parsed, timeout, fancy=animated(as_json))
@@ -153,9 +155,9 @@ def read(
     is started.
     """
     source, loaded = load_servers(config_path, url, headers, expand_env)
-    named_server(loaded, server)
+    named_server(loaded, server, source)
     with server_group(loaded, source) as group:
-        loaded_server(group, loaded, server)
+        loaded_server(group, loaded, source, server)
         start_one(group, loaded, server, source, start_timeout, fancy=animated(as_json))
         with reported(f"reading {uri} from {server!r}", server, source):
             result = group.read_resource(server, uri, timeout=timeout)
@@ -230,7 +232,7 @@ def prompt(
     arguments = _prompt_arguments(pairs)
     source, loaded = load_servers(config_path, url, headers, expand_env)
     with server_group(loaded, source) as group:
-        name, server = route_of(group, loaded, name, PromptTable)
+        name, server = route_of(group, loaded, source, name, PromptTable)
         start_one(group, loaded, server, source, start_timeout, fancy=animated(as_json))
         with reported(name, server, source):
             result = group.get_prompt(name, arguments or None, timeout=timeout)

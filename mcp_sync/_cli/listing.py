@@ -1,22 +1,37 @@
 """The commands that start every server and show what each has: ``tools``, ``resources``,
 ``prompts`` (a table, or ``--json``) and ``status`` (one row per server, and the login to run
-for a server that needs one)."""
+for a server that needs one).
+
+A tool's or prompt's arguments are listed in the table one a line, by name, an optional one
+marked ``?`` (``style?``), a tool's with its JSON Schema type when the schema gives one
+plainly (``b?: string``); ``status`` shows the library's state names (``Status.state``), the
+same words as its ``--json``."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import click
 
-from mcp_core import Prompt, Resource, ResourceTemplate, Status, Tool
+from mcp_core import Prompt, Resource, ResourceTemplate, SessionState, Status, Tool
 
 from .._group import ClientGroup
 from .errors import EXIT_OK, EXIT_UNAVAILABLE
-from .render import animated, first_line, print_json, print_table, wire_dict, wire_json
+from .render import (
+    animated,
+    first_line,
+    output_console,
+    print_json,
+    print_table,
+    wire_dict,
+    wire_json,
+)
 from .running import report_unlisted, server_group, start_all, start_servers, start_timeout_of
 from .sources import (
     current_source,
+    explained,
     load_servers,
     load_source,
     login_command,
@@ -24,7 +39,16 @@ from .sources import (
     source_options,
 )
 
-__all__ = ["prompts", "resources", "status", "tools"]
+__all__ = ["STATE_STYLES", "prompts", "resources", "status", "tool_arguments", "tools"]
+
+# The colour of each state in the status table (a test checks that every state has one).
+STATE_STYLES: Mapping[SessionState, str] = {
+    "ready": "green",
+    "starting": "yellow",
+    "initializing": "yellow",
+    "closed": "red",
+}
+_NONE = "-"  # a cell with nothing to show
 
 
 @click.command()
@@ -39,7 +63,9 @@ def tools(
 ) -> int:
     """List every ready server's tools as mcp__<server>__<tool>.
 
-    Servers that did not start are named on stderr; the exit code is 3 only when none did.
+    Each with its arguments (an optional one ends in ?, a type follows a colon) and
+    description. Servers that did not start are named on stderr; the exit code is 3 only
+    when none did.
     """
     source, loaded = load_servers(config_path, url, headers, expand_env)
     with server_group(loaded, source) as group:
@@ -66,13 +92,38 @@ def _tool_json(route: tuple[str, str], tool: Tool) -> dict[str, object]:
 
 def _print_tool_table(rows: Sequence[tuple[tuple[str, str], Tool]]) -> None:
     print_table(
-        ["server", "tool", "description"],
+        ["server", "tool", "arguments", "description"],
         [
-            [server, tool.name, first_line(tool.description) or first_line(tool.title)]
+            [
+                server,
+                tool.name,
+                tool_arguments(tool.input_schema),
+                first_line(tool.description) or first_line(tool.title),
+            ]
             for (server, _original), tool in rows
         ],
-        squeeze_last=True,
+        wrap={3},
     )
+
+
+def tool_arguments(schema: Mapping[str, Any]) -> str:
+    """A tool's arguments from its input schema, for a person, one a line in the schema's
+    order: ``a: number``, ``b?: string``. An argument not in ``required`` ends in ``?``; its
+    ``type`` follows when the schema gives one plainly (a name, or a list of names as
+    ``string|null``), never a composed one (``anyOf``, ``$ref``). ``-`` when it takes none."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or not properties:
+        return _NONE
+    required = schema.get("required")
+    needed = set(required) if isinstance(required, list) else set()
+    listed = []
+    for name, prop in properties.items():
+        kind = prop.get("type") if isinstance(prop, Mapping) else None
+        if isinstance(kind, list) and kind and all(isinstance(k, str) for k in kind):
+            kind = "|".join(kind)
+        typed = f": {kind}" if isinstance(kind, str) else ""
+        listed.append(f"{name}{'' if name in needed else '?'}{typed}")
+    return "\n".join(listed)
 
 
 @click.command()
@@ -177,12 +228,13 @@ def prompts(
                     [
                         server,
                         p.name,
-                        ", ".join(a.name + ("" if a.required else "?") for a in p.arguments),
+                        "\n".join(a.name + ("" if a.required else "?") for a in p.arguments)
+                        or _NONE,
                         first_line(p.description) or first_line(p.title),
                     ]
                     for (server, _original), p in rows
                 ],
-                squeeze_last=True,
+                wrap={3},
             )
     return EXIT_OK
 
@@ -203,9 +255,11 @@ def status(
     start_timeout: float | None,
     as_json: bool,
 ) -> int:
-    """Start the servers and show state, era, protocol version, transport, calls in flight
+    """Start the servers and show state, transport, era, protocol version, calls in flight
     and the last error of each; a server that needs a login shows the command to run.
-    Exit code 0 when every server is ready, else 3."""
+
+    The states are starting, initializing, ready and closed (not started, or failed: its
+    last error says why). Exit code 0 when every server is ready, else 3."""
     source = current_source(config_path, url, headers, expand_env)
     loaded = load_source(source)
     with server_group(loaded, source) as group:
@@ -217,58 +271,65 @@ def status(
             for name, s in statuses.items()
             if s.state != "ready" and needs_login(name, s.last_error)
         }
+        errors = {
+            name: explained(s.last_error, source)
+            for name, s in statuses.items()
+            if s.last_error is not None
+        }
         if as_json:
-            print_json({name: _status_json(s, logins.get(name)) for name, s in statuses.items()})
+            print_json(
+                {
+                    name: _status_json(s, errors.get(name), logins.get(name))
+                    for name, s in statuses.items()
+                }
+            )
         else:
-            _print_status_table(statuses, logins)
+            _print_status_table(statuses, errors, logins)
     ready = all(s.state == "ready" for s in statuses.values())
     return EXIT_OK if ready else EXIT_UNAVAILABLE
 
 
-def _status_json(status: Status, login: str | None) -> dict[str, object]:
+def _status_json(status: Status, error: str | None, login: str | None) -> dict[str, object]:
     fields = {f.name: wire_json(getattr(status, f.name)) for f in dataclasses.fields(status)}
     return {
         **fields,
+        "last_error": error,
         "ready": status.ready,
         "login_required": login is not None,
         "login_command": login,
     }
 
 
-def _print_status_table(statuses: Mapping[str, Status], logins: Mapping[str, str]) -> None:
-    """One row per server, then the last error of each server that has one, in full (a
-    table column would fold it into a narrow strip); for a server that needs a login, the
-    command that logs in instead."""
-    from rich.console import Console
+def _print_status_table(
+    statuses: Mapping[str, Status], errors: Mapping[str, str], logins: Mapping[str, str]
+) -> None:
+    """One row per server, its state as ``--json`` names it, in its colour; then the last
+    error of each server that has one, in full (a table column would fold it into a narrow
+    strip); for a server that needs a login, the command that logs in instead."""
     from rich.table import Table
     from rich.text import Text
 
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("server", "state", "transport", "era", "protocol", "in flight"):
         table.add_column(column, no_wrap=True)
-    errors = Text()
+    notes = Text()
     for name, s in statuses.items():
-        # A closed server is down, whether it failed or its config entry was refused.
-        state = "down" if s.state == "closed" else s.state
-        if name in logins:
-            state = "needs login"
-        style = {"ready": "green", "down": "red"}.get(state, "yellow")
         in_flight = f"{s.in_flight} (+{s.queued} queued)" if s.queued else str(s.in_flight)
         table.add_row(
             Text(name),
-            Text(state, style=style),
-            Text(s.transport if s.transport != "unknown" else "-"),
-            Text(s.era or "-"),
-            Text(s.protocol_version or "-"),
+            Text(s.state, style=STATE_STYLES[s.state]),
+            Text(s.transport),
+            Text(s.era or _NONE),
+            Text(s.protocol_version or _NONE),
             Text(in_flight),
         )
         if name in logins:
-            errors.append(f"\n{name}: ", style="bold")
-            errors.append(f"needs a login: run `{logins[name]}`")
-        elif s.last_error:
-            errors.append(f"\n{name}: ", style="bold")
-            errors.append(s.last_error)
-    console = Console()
+            notes.append(f"\n{name}: ", style="bold")
+            notes.append(f"needs a login: run `{logins[name]}`")
+        elif name in errors:
+            notes.append(f"\n{name}: ", style="bold")
+            notes.append(errors[name])
+    console = output_console()
     console.print(table)
-    if errors:
-        console.print(errors, soft_wrap=True)
+    if notes:
+        console.print(notes, soft_wrap=True)

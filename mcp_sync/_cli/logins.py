@@ -33,7 +33,9 @@ from mcp_core.driver import token_store_key
 from .._client import Client
 from .errors import EXIT_BAD_INPUT, EXIT_CALL_FAILED, EXIT_OK, EXIT_UNAVAILABLE, CliError
 from .sources import (
+    Source,
     current_source,
+    explained,
     load_source,
     named_server,
     needs_login,
@@ -75,7 +77,7 @@ def login(
     the login fails.
     """
     source = current_source(config_path, url, headers, expand_env)
-    spec = named_server(load_source(source), server)
+    spec = named_server(load_source(source), server, source)
     if not spec.oauth_enabled:
         click.echo(f"server {server!r} needs no login: {_why_no_oauth(spec)}")
         return EXIT_OK
@@ -98,7 +100,7 @@ def login(
     if keeper.error is not None:  # the tokens were got but could not be kept
         raise CliError(keeper.error.message, EXIT_BAD_INPUT)
     if failure is not None:
-        raise _login_failure(server, failure, step)
+        raise _login_failure(server, source, failure, step)
     if keeper.saved is None:
         click.echo(f"server {server!r} needs no login: it answered without one")
         return EXIT_OK
@@ -119,7 +121,7 @@ def logout(
     """Forget SERVER's stored login (its tokens in the token file). Nothing stored is not an
     error. The authorization server is not told: its tokens expire on their own."""
     source = current_source(config_path, url, headers, expand_env)
-    spec = named_server(load_source(source), server)
+    spec = named_server(load_source(source), server, source)
     if spec.url is None:
         click.echo(f"server {server!r} needs no login: {_why_no_oauth(spec)}; nothing to forget")
         return EXIT_OK
@@ -285,7 +287,9 @@ def _login_step(spec: Spec) -> _LoginStep | _FollowStep:
     return _FollowStep()
 
 
-def _login_failure(server: str, failure: McpError, step: _LoginStep | _FollowStep) -> CliError:
+def _login_failure(
+    server: str, source: Source, failure: McpError, step: _LoginStep | _FollowStep
+) -> CliError:
     """The one line for a login that did not end with tokens: exit 4 when the flow began and
     failed (refused, or the browser step did not finish), 3 when the server was not reached."""
     reason = failure.reason if isinstance(failure, ConnectFailed) else failure.message
@@ -298,5 +302,7 @@ def _login_failure(server: str, failure: McpError, step: _LoginStep | _FollowSte
         )
     refused = AuthorizationFailed(None, "").message.rstrip(": ")  # "authorization failed"
     if refused in reason or needs_login(server, reason):
-        return CliError(f"could not log in to {server!r}: {reason}", EXIT_CALL_FAILED)
-    return CliError(f"server {server!r} is not available: {failure}", EXIT_UNAVAILABLE)
+        why = explained(reason, source)
+        return CliError(f"could not log in to {server!r}: {why}", EXIT_CALL_FAILED)
+    why = explained(str(failure), source)
+    return CliError(f"server {server!r} is not available: {why}", EXIT_UNAVAILABLE)

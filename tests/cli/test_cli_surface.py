@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli import SECRET, everything, run
+from tests.cli.test_cli import SECRET, everything, read_table, run
 from tests.conftest import fault_server_argv, node_bin, py_server_argv
 
 pytestmark = pytest.mark.timeout(60)
@@ -165,21 +165,14 @@ def test_read_out_file_that_cannot_be_written(tmp_path: Path) -> None:
 def test_prompts_of_a_group_are_namespaced(surface_config: Path) -> None:
     done = run("prompts", "--config", str(surface_config))
     assert done.returncode == 0, done.stderr
-    table = {row[1]: row for row in rows(done.stdout)}
-    assert table["prompt"][:3] == ["server", "prompt", "arguments"]
-    assert table["mcp__py_sdk__greeting"][:4] == [
-        "py-sdk",
-        "mcp__py_sdk__greeting",
-        "name,",
-        "style?",
-    ]
-    assert table["mcp__everything__args-prompt"][:4] == [
-        "everything",
-        "mcp__everything__args-prompt",
-        "city,",
-        "state?",
-    ]
-    assert "mcp__everything__simple-prompt" in table and "mcp__py_sdk__simple" in table
+    columns = ["server", "prompt", "arguments", "description"]
+    table = {row["prompt"][0]: row for row in read_table(done.stdout, columns)}
+    greeting = table["mcp__py_sdk__greeting"]
+    assert (greeting["server"], greeting["arguments"]) == (["py-sdk"], ["name", "style?"])
+    args_prompt = table["mcp__everything__args-prompt"]
+    assert (args_prompt["server"], args_prompt["arguments"]) == (["everything"], ["city", "state?"])
+    assert table["mcp__everything__simple-prompt"]["arguments"] == ["-"]
+    assert "mcp__py_sdk__simple" in table
     assert "server 'fault' offers no prompts" in done.stderr
     assert "server 'broken' is down" in done.stderr
 

@@ -91,6 +91,10 @@ MODELS = [
     "TextContent",
     "Tool",
     "UnknownContent",
+    # the values of Status.state, .transport and .era
+    "SessionEra",
+    "SessionState",
+    "TransportName",
 ]
 ERRORS = [
     "AuthorizationFailed",
@@ -197,6 +201,7 @@ SUBMODULES = {
         "AUTH_TABLE",
         "CONNECTION_TABLE",
         "SESSION_TABLE",
+        "STATE_RULES",
         "STOP_TABLE",
         "AuthPhase",
         "AuthStep",
@@ -206,6 +211,7 @@ SUBMODULES = {
         "Step",
         "StopStage",
         "render_tables",
+        "session_state",
     ],
 }
 

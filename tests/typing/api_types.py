@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import mcp_asyncio
 import mcp_sync
-from mcp_core import GetPromptResult, RequestTimeout, Spec, UnknownTool
+from mcp_core import (
+    GetPromptResult,
+    RequestTimeout,
+    SessionEra,
+    SessionState,
+    Spec,
+    TransportName,
+    UnknownTool,
+)
 
 
 def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -50,6 +58,19 @@ def checks(client: mcp_sync.Client, prompt: GetPromptResult) -> str:
         unknown: UnknownTool | LookupError = exc
         print(unknown)
     return prompt.text
+
+
+def statuses(client: mcp_sync.Client) -> SessionState:
+    # Status.state, .transport and .era are Literals: a misspelled name is refused, in a
+    # comparison (--strict-equality) as in an assignment
+    status = client.status()
+    transport: TransportName = status.transport
+    era: SessionEra | None = status.era
+    print(transport, era, status.state == "ready", status.transport == "sse")
+    print(status.state == "runing")  # type: ignore[comparison-overlap]
+    print(status.transport == "websocket")  # type: ignore[comparison-overlap]
+    wrong: SessionState = "down"  # type: ignore[assignment]
+    return wrong
 
 
 async def async_checks(client: mcp_asyncio.Client) -> None:

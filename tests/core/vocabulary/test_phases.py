@@ -4,6 +4,8 @@ table does not allow (a driver feeding what the machine never asked for)."""
 from __future__ import annotations
 
 import ast
+import itertools
+import typing
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from mcp_core.states import (
     SessionStep,
     Step,
     render_tables,
+    session_state,
 )
 from tests.core.harness import Harness
 
@@ -39,6 +42,29 @@ def test_every_phase_and_step_appears_in_the_tables() -> None:
     assert {phase for phase, _ in CONNECTION_TABLE} == set(Phase)
     steps = {step for _, step in CONNECTION_TABLE}
     assert set(Step) - steps == {Step.SHUT_DOWN}  # the stop table's own step
+
+
+def test_status_state_names_exactly_what_the_phases_can_give() -> None:
+    # core.SessionState (the type of Status.state) against session_state over every phase the
+    # tables reach, with one connection or several in any mix: a state added to the rules but
+    # not to the Literal, or left in the Literal when no phase gives it any more, fails here.
+    sessions = {phase for phase, _ in SESSION_TABLE} | set(SESSION_TABLE.values())
+    connections = sorted(
+        {phase for phase, _ in CONNECTION_TABLE} | set(CONNECTION_TABLE.values()),
+        key=lambda phase: phase.name,
+    )
+    mixes = [
+        mix
+        for size in range(1, len(connections) + 1)
+        for mix in itertools.combinations(connections, size)
+    ]
+    given = {session_state(session, mix) for session in sessions for mix in mixes}
+    assert given == set(typing.get_args(core.SessionState))
+    # A session not running is closed whatever its connections; a running one with none
+    # past IDLE or STOPPING (it failed, perhaps with a retry armed) too.
+    assert session_state(SessionPhase.NEW, [Phase.READY]) == "closed"
+    assert session_state(SessionPhase.RUNNING, [Phase.IDLE, Phase.STOPPING]) == "closed"
+    assert session_state(SessionPhase.RUNNING, [Phase.SPAWNING, Phase.READY]) == "ready"
 
 
 def test_process_and_http_events_before_connect_are_refused() -> None:
