@@ -58,8 +58,8 @@ lint: venv
 	$(PY) scripts/unasync.py --check
 
 typecheck: venv
-	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync _mcp_io examples/selectors_driver.py \
-		tests/typing
+	$(VENV)/bin/mypy --strict mcp_core mcp_asyncio mcp_sync _mcp_io mcp_pytest \
+		examples/selectors_driver.py examples/app_tests/app.py tests/typing
 
 # The documentation site (mkdocs.yml: docs/*.md and the API reference from the docstrings) into
 # site/. --strict makes every warning an error: a page left out of the nav, a broken link or

@@ -16,9 +16,11 @@ import dataclasses
 import functools
 import inspect
 import logging
+import os
+import sys
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from mcp_core import (
@@ -34,6 +36,7 @@ from mcp_core import (
 )
 from mcp_core.driver import reservation_facts
 from mcp_core.group import Named, NameTable
+from mcp_core.replay import read_recording
 
 __all__ = [
     "ProgressCallback",
@@ -41,6 +44,8 @@ __all__ = [
     "client_keywords",
     "output_adapter",
     "publish",
+    "recording_files",
+    "replaying_spec",
     "report",
     "require_http_stack",
     "server_log",
@@ -184,6 +189,64 @@ def require_http_stack(spec: Spec) -> None:
             "an https:// URL needs Python's ssl module, and this Python was built without it "
             "(no OpenSSL); use a Python with ssl, or http:// for a server on this machine"
         ) from None
+
+
+# Spec fields that say how to reach a server: a replaying client reaches its replay peer.
+_REACHING = frozenset(
+    {"command", "args", "env", "cwd", "url", "headers", "oauth", "verify", "cert", "proxy"}
+    | {"concurrency", "era"}
+)
+_PACKAGES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds _mcp_io
+
+
+def replaying_spec(
+    path: str | os.PathLike[str],
+    spec: Spec | Mapping[str, Any] | None,
+    fields: Mapping[str, Any],
+) -> Spec:
+    """The spec of ``Client(spec, replay=path, **fields)``: its server is the replay peer,
+    ``python -m _mcp_io.replay_peer path`` (``_mcp_io/replay_peer.py``), which answers from
+    the recording. The recording's name and prices are the defaults; the given spec's other
+    fields apply, except those that say how to reach a server (``_REACHING``). ``OSError``
+    when the recording cannot be read, ``ValueError`` when it is not a recording."""
+    path = os.path.abspath(os.fspath(path))
+    with open(path, encoding="utf-8") as file:
+        recorded, _ = read_recording([file.readline()])
+    if isinstance(spec, Spec):
+        spec = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+    given = {k: v for k, v in {**(spec or {}), **fields}.items() if k not in _REACHING}
+    return Spec.from_mapping(
+        {
+            "name": recorded.name,
+            "prices": recorded.prices,
+            **given,
+            "command": sys.executable,
+            "args": ["-m", "_mcp_io.replay_peer", path],
+            # The peer imports this package and mcp_core, wherever they are installed.
+            "env": {"PYTHONPATH": _PACKAGES},
+        }
+    )
+
+
+def recording_files(
+    record: str | os.PathLike[str] | None, replay: str | os.PathLike[str] | None
+) -> Callable[[str], tuple[str | None, str | None]]:
+    """A group's ``record=`` or ``replay=`` directory, as each client's ``(record, replay)``
+    keywords: ``DIRECTORY/<server>.jsonl``, the server name made safe for a file name.
+    Recording makes the directory; ``ValueError`` for both at once."""
+    if record is not None and replay is not None:
+        raise ValueError("record= and replay= together: a group records or replays")
+    if record is not None:
+        os.makedirs(record, exist_ok=True)
+
+    def files(name: str) -> tuple[str | None, str | None]:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+        return (
+            None if record is None else os.path.join(record, f"{safe}.jsonl"),
+            None if replay is None else os.path.join(replay, f"{safe}.jsonl"),
+        )
+
+    return files
 
 
 def spawn_failure(exc: OSError) -> tuple[str, bool]:

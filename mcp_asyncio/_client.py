@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from _mcp_io.client import ProgressCallback as ProgressCallback
-from _mcp_io.client import output_adapter, require_http_stack, with_data
+from _mcp_io.client import output_adapter, replaying_spec, require_http_stack, with_data
 from _mcp_io.http import client_network
 from _mcp_io.otel import end_call_span, start_call_span
 from mcp_core import (
@@ -91,6 +91,7 @@ class Client:
         *,
         wait: bool = True,
         record: str | os.PathLike[str] | None = None,
+        replay: str | os.PathLike[str] | None = None,
         elicitation: Handler | None = None,
         elicitation_modes: Iterable[str] = ("form",),
         elicitation_complete: CompletionCallback | None = None,
@@ -105,6 +106,14 @@ class Client:
         """Raises ``InvalidSpec`` for a refused spec, ``NoHttpClient`` for an https URL on a
         Python without ``ssl``, ``ValueError`` for impossible ``elicitation_modes``; nothing is
         started. See ``Handler`` and ``CompletionCallback`` for the handlers.
+
+        ``record="s.jsonl"`` writes the session's events there (docs/replay.md).
+        ``replay="s.jsonl"`` answers every request from that recording instead of a server
+        (docs/testing.md): the spec's command, url and the rest of how to reach a server are
+        not used, its name and prices default to the recording's, and everything else (the
+        handlers, the validation, the errors) is the real client's. A recording that cannot
+        be opened raises ``OSError``, one that is no recording ``ValueError``; not with
+        ``record`` (``ValueError``).
 
         OAuth (MCP 2025-11-25 basic/authorization; a ``url`` server without an ``Authorization``
         header, unless the spec's ``oauth`` says ``enabled: false``): when the server answers
@@ -127,7 +136,13 @@ class Client:
         ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` (and their lower-case spellings), read
         here, once. A CA bundle or client certificate that cannot be loaded, or a proxy
         variable that is not an http:// URL, raises ``InvalidSpec``."""
-        self._spec = built = Spec.build(spec, **fields)
+        if replay is not None:
+            if record is not None:
+                raise ValueError("record= and replay= together: a client records or replays")
+            built = replaying_spec(replay, spec, fields)
+        else:
+            built = Spec.build(spec, **fields)
+        self._spec = built
         require_http_stack(built)  # NoHttpClient: an https URL without ssl
         network = client_network(built, ssl_context, os.environ)
         # Only a feature with a handler is declared to the server (MCP 2025-11-25

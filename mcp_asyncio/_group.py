@@ -19,13 +19,21 @@ connects in the background); what it does to many clients at once (listing, stop
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from functools import partial
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
-from _mcp_io.client import ProgressCallback, client_keywords, left_out, publish, server_log
+from _mcp_io.client import (
+    ProgressCallback,
+    client_keywords,
+    left_out,
+    publish,
+    recording_files,
+    server_log,
+)
 from _mcp_io.fork import Origin
 from mcp_core import (
     CallToolResult,
@@ -65,6 +73,12 @@ class ClientGroup:
     each server's own. A server refused here is reported by ``status()``, never raised;
     ``TypeError`` only for an unknown option or ``specs`` of the wrong type. A group runs once:
     ``start()`` after ``stop()`` raises ``NotReady('closed')``.
+
+    ``record=DIRECTORY`` records each server's session in ``DIRECTORY/<server>.jsonl``
+    (``<server>`` is its key in ``specs``; the directory is made if need be);
+    ``replay=DIRECTORY`` answers each server from that file instead (``Client``'s ``record``
+    and ``replay``, docs/testing.md). A server with no recording there raises
+    ``FileNotFoundError`` naming the file; not both (``ValueError``).
 
     ``fail_fast=True`` makes the group's readiness waits (the ``async with`` block's and
     ``await_ready``'s) stop waiting for a server as soon as a connect attempt of it fails: a
@@ -110,12 +124,21 @@ class ClientGroup:
         *,
         wait: bool = True,
         fail_fast: bool = False,
+        record: str | os.PathLike[str] | None = None,
+        replay: str | os.PathLike[str] | None = None,
         **client_options: Any,
     ) -> None:
         plan = plan_group(specs, client_options, client_keywords=_CLIENT_KEYWORDS)
+        files = recording_files(record, replay)
         self._order = plan.order
         self._clients, self._down = plan.build(
-            lambda spec: Client(spec, wait=False, **plan.client_options)
+            lambda name, spec: Client(
+                spec,
+                wait=False,
+                record=files(name)[0],
+                replay=files(name)[1],
+                **plan.client_options,
+            )
         )
         self._table = plan.table
         self._prompts = PromptTable(plan.order)  # the same server parts as the tools'

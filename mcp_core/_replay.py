@@ -18,6 +18,10 @@ Version 2 added ``generation`` to process events and ``Spawn``; version 1 is ref
   back into bytes. Tuples become arrays and come back as tuples where the type says so.
 - Lines are ASCII (``ensure_ascii``), so any file or stream can hold them.
 
+A ``Cassette`` is what a replaying client is answered from: every request of a recording that
+got an answer, with the answer and the progress it reported, read from the server's bytes as
+the replayed machine framed them (see ``Cassette``).
+
 Replaying feeds the same events, with the same ``now``, to a fresh ``SessionMachine`` built from
 the header's spec; the machine is deterministic, so it produces the same actions, except that
 values taken from the spec are the redacted ones. ``encode_action`` redacts those same values
@@ -33,19 +37,23 @@ import dataclasses
 import json
 import typing
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Protocol
 
 from ._config.spec import Spec
 from ._vocabulary import events as _events
-from ._vocabulary.actions import CREDENTIAL_HEADERS, Action
+from ._vocabulary.actions import CREDENTIAL_HEADERS, Action, StartHttp, WriteStdin
 from ._vocabulary.errors import McpError
 from ._vocabulary.events import AuthorizationRedirected, Event
 from ._vocabulary.urls import REDACTED, redact_url
+from ._wire import jsonrpc as rpc
+from ._wire.sse import SseDecoder, SseEvent
 
 __all__ = [
     "FORMAT",
     "VERSION",
+    "Cassette",
     "Recorder",
     "decode_event",
     "encode_action",
@@ -362,3 +370,204 @@ def replay(path: str) -> list[Action]:
     """``replay_lines`` over the file at ``path`` (UTF-8). The only I/O in ``mcp_core``."""
     with open(path, encoding="utf-8") as recording:
         return replay_lines(recording)
+
+
+# --- answering from a recording ------------------------------------------------------------------
+
+# Requests a replaying client sends whatever the recorded one did: answered by method alone.
+_BY_METHOD = frozenset({"initialize", "server/discover"})
+# Requests answered with an empty result when the recording holds none (its client never
+# needed them): the replaying client's own upkeep.
+_EMPTY_OK = frozenset({"ping", "logging/setLevel", "notifications/initialized"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Take:
+    """One answered request of a recording: its answer (``result`` or ``error``) and the
+    progress notifications the server sent for it, in order."""
+
+    response: Mapping[str, Any]
+    progress: tuple[Mapping[str, Any], ...]
+
+
+def _key(method: str, params: object) -> str:
+    """What identifies a request among the recorded ones: its method and its params without
+    ``_meta`` (progress tokens, trace context and the 2026-07-28 protocol fields differ from
+    one run to the next), as canonical JSON."""
+    if method in _BY_METHOD or not isinstance(params, Mapping):
+        return method
+    rest = {k: v for k, v in params.items() if k != "_meta"}
+    return method + " " + json.dumps(rest, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class Cassette:
+    """The answers of a recorded session, by request: ``answer(request)`` gives the messages
+    that answer a request of a replaying client, as the recorded server answered the same
+    request (same method, same params apart from ``_meta``).
+
+    Built from a recording by ``from_lines``: its events are replayed through a fresh machine
+    to get what the client sent (the requests, by id), and the server's bytes in the events
+    (stdout lines, HTTP bodies as JSON or SSE) give what it answered. Repeated requests are
+    answered in recorded order, and the last answer again once they run out. What it leaves
+    out: requests that were never answered, the server's own requests (sampling,
+    elicitation, roots) and its other notifications (log messages, list changes). A session
+    that ran an OAuth login is read up to the login (its credentials are not recorded).
+    """
+
+    def __init__(self, spec: Spec, takes: Mapping[str, list[_Take]]) -> None:
+        self.spec = spec  # the recorded session's spec (redacted)
+        self._takes = {key: list(found) for key, found in takes.items()}
+        self._methods = {key.split(" ", 1)[0] for key in takes}
+        self._used: dict[str, int] = {}
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[str]) -> Cassette:
+        """Read a recording (raises as ``read_recording`` does)."""
+        spec, handlers, modes, known_era, events = _read(lines)
+        from ._session.machine import SessionMachine  # lazily: the machine imports this package
+
+        machine = SessionMachine(
+            spec, handlers=handlers, elicitation_modes=modes, known_era=known_era
+        )
+        wire = _Wire(spec.max_message_bytes)
+        for event in events:
+            try:
+                actions = machine.handle(event)
+            except McpError:  # a recording the machine cannot follow further (a login)
+                break
+            wire.received(event)
+            for action in actions:
+                wire.sent(action)
+        return cls(spec, wire.takes())
+
+    def answer(self, message: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The messages that answer ``message`` from the client: the recorded progress (when
+        the request asks for progress, with its token), then the response with its id. A
+        request the recording does not hold gets a JSON-RPC error that says so; a
+        notification or a response of the client gets nothing."""
+        method, request_id = message.get("method"), message.get("id")
+        if not isinstance(method, str) or request_id is None:
+            return []
+        params = message.get("params")
+        key = _key(method, params)
+        found = self._takes.get(key)
+        if not found:
+            if method in _EMPTY_OK:
+                return [rpc.result_response(request_id, {})]
+            return [rpc.error_response(request_id, *self._missing(method, params))]
+        index = self._used.get(key, 0)
+        self._used[key] = index + 1
+        take = found[min(index, len(found) - 1)]
+        meta = params.get("_meta") if isinstance(params, Mapping) else None
+        token = meta.get("progressToken") if isinstance(meta, Mapping) else None
+        out: list[dict[str, Any]] = []
+        if token is not None:
+            for note in take.progress:
+                out.append(
+                    rpc.notification("notifications/progress", {**note, "progressToken": token})
+                )
+        out.append({"jsonrpc": "2.0", "id": request_id, **take.response})
+        return out
+
+    def _missing(self, method: str, params: object) -> tuple[int, str]:
+        if method not in self._methods:
+            return rpc.METHOD_NOT_FOUND, f"the recording holds no {method} request"
+        shown = _key(method, params).partition(" ")[2]
+        return rpc.INVALID_PARAMS, (
+            f"the recording holds no {method} with these params: {shown[:200]}; record the "
+            f"session again to add it"
+        )
+
+
+class _Wire:
+    """The JSON-RPC messages of a replayed recording: the client's requests by id (from the
+    actions), and the server's answers and progress (from the events)."""
+
+    def __init__(self, max_message_bytes: int) -> None:
+        self._limit = max_message_bytes  # an SSE event beyond it was discarded live too
+        self._requests: dict[object, tuple[str, object]] = {}  # id -> method, params
+        self._tokens: dict[object, object] = {}  # progress token -> request id
+        self._answers: dict[object, Mapping[str, Any]] = {}  # request id -> result or error
+        self._progress: dict[object, list[Mapping[str, Any]]] = {}
+        self._stdout: dict[tuple[int, int], bytearray] = {}  # (slot, generation) -> bytes
+        self._streams: dict[int, SseDecoder | bytearray] = {}  # HTTP stream -> body so far
+
+    def sent(self, action: Action) -> None:
+        if isinstance(action, WriteStdin):
+            for line in action.data.splitlines():
+                self._outgoing(line)
+        elif isinstance(action, StartHttp) and action.body is not None:
+            self._outgoing(action.body)
+
+    def _outgoing(self, data: bytes) -> None:
+        message = _json(data)
+        method = message.get("method") if message is not None else None
+        if message is None or not isinstance(method, str) or "id" not in message:
+            return
+        params = message.get("params")
+        self._requests[message["id"]] = (method, params)
+        meta = params.get("_meta") if isinstance(params, Mapping) else None
+        if isinstance(meta, Mapping) and "progressToken" in meta:
+            self._tokens[meta["progressToken"]] = message["id"]
+
+    def received(self, event: Event) -> None:
+        if isinstance(event, _events.StdoutReceived):
+            buffer = self._stdout.setdefault((event.slot, event.generation), bytearray())
+            buffer += event.data
+            *lines, rest = buffer.split(b"\n")
+            buffer[:] = rest
+            for line in lines:
+                self._incoming(_json(line))
+        elif isinstance(event, _events.HttpResponseStarted):
+            sse = "text/event-stream" in dict((k.lower(), v.lower()) for k, v in event.headers).get(
+                "content-type", ""
+            )
+            self._streams[event.stream] = SseDecoder(self._limit) if sse else bytearray()
+        elif isinstance(event, _events.HttpBodyReceived) and event.stream in self._streams:
+            body = self._streams[event.stream]
+            if isinstance(body, SseDecoder):
+                for frame in body.feed(event.data):
+                    if isinstance(frame, SseEvent):
+                        self._incoming(_json(frame.data.encode()))
+            else:
+                body += event.data
+        elif isinstance(event, _events.HttpResponseEnded) and event.stream in self._streams:
+            ended = self._streams.pop(event.stream)
+            if isinstance(ended, bytearray):
+                self._incoming(_json(ended))
+
+    def _incoming(self, message: Mapping[str, Any] | None) -> None:
+        if message is None:
+            return
+        if message.get("method") == "notifications/progress":
+            params = message.get("params")
+            if isinstance(params, Mapping):
+                owner = self._tokens.get(params.get("progressToken"))
+                note = {k: v for k, v in params.items() if k != "progressToken"}
+                self._progress.setdefault(owner, []).append(note)
+            return
+        request_id = message.get("id")
+        if "method" in message or request_id not in self._requests:
+            return  # a server request, another notification, or an answer to nothing sent
+        answer = {k: message[k] for k in ("result", "error") if k in message}
+        if len(answer) == 1:
+            self._answers[request_id] = answer
+
+    def takes(self) -> dict[str, list[_Take]]:
+        """The answered requests, by ``_key``, in the order they were sent."""
+        found: dict[str, list[_Take]] = {}
+        for request_id, (method, params) in self._requests.items():
+            answer = self._answers.get(request_id)
+            if answer is not None:
+                progress = tuple(self._progress.get(request_id, ()))
+                found.setdefault(_key(method, params), []).append(_Take(answer, progress))
+        return found
+
+
+def _json(data: bytes | bytearray) -> dict[str, Any] | None:
+    """``data`` as a JSON object, or None (not JSON, or not an object)."""
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -5,9 +5,12 @@ you); ``replay(path)`` or ``replay_lines(lines)`` feeds the events to a new ``Se
 and returns the actions it produced, the same every time. ``read_recording(lines)`` gives a
 recording's spec and events without replaying them. ``encode_event``, ``decode_event`` and
 ``encode_action`` are the line format, for tools that read or compare recordings.
+``Cassette.from_lines(lines)`` holds what the recorded server answered, request by request:
+what ``Client(replay="s.jsonl")`` is answered from.
 """
 
 from ._replay import (
+    Cassette,
     Recorder,
     decode_event,
     encode_action,
@@ -18,6 +21,7 @@ from ._replay import (
 )
 
 __all__ = [
+    "Cassette",
     "Recorder",
     "decode_event",
     "encode_action",

@@ -37,7 +37,8 @@ C = TypeVar("C")
 
 # A group keyword that is never passed on to a client: one file for many clients would mix
 # their sessions, and a group names each server by its key.
-_NOT_FOR_CLIENTS = frozenset({"wait", "record"})
+_FILES = frozenset({"record", "replay"})  # one file per client: the group names each
+_NOT_FOR_CLIENTS = frozenset({"wait"}) | _FILES
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,15 +59,16 @@ class GroupPlan:
     table: ToolTable
     init_timeout: float
 
-    def build(self, factory: Callable[[Spec], C]) -> tuple[dict[str, C], dict[str, Status]]:
-        """``factory(spec)`` for each accepted server: the clients built, and ``down`` plus
+    def build(self, factory: Callable[[str, Spec], C]) -> tuple[dict[str, C], dict[str, Status]]:
+        """``factory(name, spec)`` for each accepted server (``name`` is its key in the group,
+        which its spec's own ``name`` may differ from): the clients built, and ``down`` plus
         every server whose client could not be built (its ``McpError`` is the reason). Any
         other exception from ``factory`` is a bug and propagates."""
         clients: dict[str, C] = {}
         down = dict(self.down)
         for name, spec in self.specs.items():
             try:
-                clients[name] = factory(spec)
+                clients[name] = factory(name, spec)
             except McpError as exc:
                 down[name] = refused_status(name, str(exc), spec)
         return clients, down
@@ -83,13 +85,15 @@ def plan_group(
     that was skipped, an entry that is neither a Spec nor a mapping, and a server whose name
     cannot be namespaced become a ``closed`` Status whose ``last_error`` says why (never a
     secret: ``InvalidSpec`` messages are redacted). Raises ``TypeError`` only for the caller's
-    own mistakes: an unknown option, a ``name``, ``wait`` or ``record`` option, ``specs`` of
-    the wrong type, or a server name that is not a string.
+    own mistakes: an unknown option, a ``name``, ``wait``, ``record`` or ``replay`` option,
+    ``specs`` of the wrong type, or a server name that is not a string.
     """
-    if "record" in options:
+    files = sorted(_FILES & set(options))
+    if files:
+        key = files[0]
         raise TypeError(
-            "ClientGroup() takes no record=: every client would write the same file; "
-            "record one server with a Client of its own"
+            f"a group's {key}= is not a client option: every client would use the same file; "
+            f"ClientGroup({key}=DIRECTORY) uses one file per server there"
         )
     keywords = frozenset(client_keywords) - _NOT_FOR_CLIENTS
     fields = frozenset(f.name for f in dataclasses.fields(Spec)) - {"name"}

@@ -153,6 +153,7 @@ SURFACE += CONFIG
 SUBMODULES = {
     "mcp_core.config": ["InvalidConfig", "LoadedConfig", "load_config"],
     "mcp_core.replay": [
+        "Cassette",
         "Recorder",
         "decode_event",
         "encode_action",

@@ -10,7 +10,7 @@ import pytest
 import mcp_core as core
 from mcp_core.group import GroupPlan, down_error, plan_group
 
-KEYWORDS = ("wait", "record", "elicitation", "sampling")
+KEYWORDS = ("wait", "record", "replay", "elicitation", "sampling")
 
 
 def plan(specs: Any, **options: Any) -> GroupPlan:
@@ -84,7 +84,8 @@ def test_nothing_accepted_means_no_deadline() -> None:
         ({"a": {"command": "x"}}, {"call_timeot": 3}, "unknown option.*call_timeot"),
         ({"a": {"command": "x"}}, {"name": "b"}, "unknown option.*name"),
         ({"a": {"command": "x"}}, {"wait": False}, "unknown option.*wait"),
-        ({"a": {"command": "x"}}, {"record": "s.jsonl"}, "same file"),
+        ({"a": {"command": "x"}}, {"record": "s.jsonl"}, "record= is not a client option"),
+        ({"a": {"command": "x"}}, {"replay": "s.jsonl"}, "one file per server"),
         ([("a", {"command": "x"})], {}, "mapping of server name"),
         ({1: {"command": "x"}}, {}, "server names must be strings"),
         (SimpleNamespace(servers={}, skipped={2: "why"}), {}, "server names must be strings"),
@@ -98,18 +99,18 @@ def test_caller_mistakes_raise_type_error(specs: Any, options: Any, match: str) 
 def test_build_keeps_what_the_factory_built_and_refuses_what_it_could_not() -> None:
     p = plan({"ok": {"command": "x"}, "no-http": {"url": "http://h/"}, "bad": 3})
 
-    def factory(spec: core.Spec) -> str:
+    def factory(name: str, spec: core.Spec) -> str:
         if spec.url is not None:
             raise core.NoHttpClient("no HTTP stack")
-        return f"client of {spec.name}"
+        return f"client of {name} ({spec.name})"
 
     clients, down = p.build(factory)
-    assert clients == {"ok": "client of ok"}
+    assert clients == {"ok": "client of ok (ok)"}
     assert list(down) == ["bad", "no-http"]
     assert down["no-http"].transport == "http" and "HTTP" in (down["no-http"].last_error or "")
     assert "no-http" not in p.down  # the plan itself is not changed
 
-    def broken(spec: core.Spec) -> str:
+    def broken(name: str, spec: core.Spec) -> str:
         raise RuntimeError("a bug")
 
     with pytest.raises(RuntimeError):
