@@ -163,6 +163,7 @@ SUBMODULES = {
     ],
     "mcp_core.group": [
         "GroupPlan",
+        "GroupSpecFields",
         "GroupSpecs",
         "LoadedConfigLike",
         "NameTable",
