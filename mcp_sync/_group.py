@@ -96,9 +96,10 @@ class ClientGroup:
     a loaded config (``.servers``, ``.skipped``). ``client_options`` go to every client: Client
     keywords (``elicitation=``, ...) as they are, spec fields (``call_timeout=``, ...) over
     each server's own; ``ClientOptions`` types them, so mypy refuses a misspelled one or a
-    handler of the wrong kind. A server refused here is reported by ``status()``, never raised;
-    ``TypeError`` only for an unknown option or ``specs`` of the wrong type. A group runs once:
-    ``start()`` after ``stop()`` raises ``NotReady('closed')``.
+    handler of the wrong kind. A server refused here is reported by ``status()``, never raised:
+    ``closed`` (not ``new``, as the others are until ``start()``: it will never start) with
+    ``last_error`` saying why; ``TypeError`` only for an unknown option or ``specs`` of the
+    wrong type. A group runs once: ``start()`` after ``stop()`` raises ``NotReady('closed')``.
 
     ``fail_fast=True`` makes the group's readiness waits (the ``with`` block's and
     ``await_ready``'s) stop waiting for a server as soon as a connect attempt of it fails: a
