@@ -16,12 +16,13 @@ from ._client import (
     ProgressCallback,
     UpdateCallback,
 )
-from ._group import ClientGroup
+from ._group import ClientGroup, ClientOptions
 
 __all__ = [
     "AuthorizeCallback",
     "Client",
     "ClientGroup",
+    "ClientOptions",
     "CompletionCallback",
     "FileTokenStore",
     "Handler",

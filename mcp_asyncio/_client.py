@@ -440,8 +440,10 @@ class Client:
         session.feed(RootsChanged(now=time.monotonic()))
 
     def status(self) -> Status:
-        """The session's status now; never waits for I/O. In a forked child it raises
-        ``UsedAfterFork`` (the parent's session is not this process's to report)."""
+        """The session's status now; never waits for I/O. Its ``state`` is ``'new'`` until
+        ``start()`` and ``'closed'`` once stopped (even if it never started); a call before
+        ``start()`` raises ``NotReady('new')``. In a forked child it raises ``UsedAfterFork``
+        (the parent's session is not this process's to report)."""
         return self._session.status()
 
     async def _list(self, kind: str, refresh: bool, timeout: float | None) -> object:

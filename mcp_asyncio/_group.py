@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from functools import partial
 from types import MappingProxyType, TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from _mcp_io.client import (
     ProgressCallback,
@@ -46,19 +46,52 @@ from mcp_core import (
     Resource,
     ResourceTemplate,
     Status,
+    TokenStore,
     Tool,
 )
-from mcp_core.group import GroupSpecs, PromptTable, ToolTable, down_error, plan_group
+from mcp_core.group import (
+    GroupSpecFields,
+    GroupSpecs,
+    PromptTable,
+    ToolTable,
+    down_error,
+    plan_group,
+)
 
-from ._client import Client
+from ._client import AuthorizeCallback, Client, CompletionCallback, Handler
 from ._fanout import TableLock, all_at_once, stop_all
 
-__all__ = ["ClientGroup"]
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = ["ClientGroup", "ClientOptions"]
 
 # The keywords a group passes on to every client as they are (the rest are spec fields).
 _CLIENT_KEYWORDS = client_keywords(Client)
 
 T = TypeVar("T")
+
+
+class ClientOptions(GroupSpecFields, total=False):
+    """What ``ClientGroup(specs, **options)`` gives every client, as keywords a type checker
+    reads (a misspelled ``timout=`` is refused): ``Client``'s own keywords (the handlers, OAuth,
+    ``ssl_context``) as ``Client`` documents them, and the spec fields of
+    ``mcp_core.group.GroupSpecFields``, laid over each server's own. Not ``wait``,
+    ``fail_fast``, ``record`` nor ``replay`` (the group's own keywords: a group records one
+    file per server, in a directory) nor ``name`` (each server is named by its key). Annotate
+    a mapping of options you build with it: ``options: ClientOptions = {"call_timeout": 5};
+    ClientGroup(specs, **options)``. A test
+    keeps it equal to what the group accepts and to ``Client``'s annotations."""
+
+    elicitation: Handler | None
+    elicitation_modes: Iterable[str]
+    elicitation_complete: CompletionCallback | None
+    sampling: Handler | None
+    roots: Handler | None
+    authorize: AuthorizeCallback | None
+    token_store: TokenStore | None
+    interactive: bool
+    ssl_context: ssl.SSLContext | None
 
 
 class ClientGroup:
@@ -70,9 +103,11 @@ class ClientGroup:
     server name to ``Spec`` or mapping (a mapping gets ``name`` = its key unless it has one) or
     a loaded config (``.servers``, ``.skipped``). ``client_options`` go to every client: Client
     keywords (``elicitation=``, ...) as they are, spec fields (``call_timeout=``, ...) over
-    each server's own. A server refused here is reported by ``status()``, never raised;
-    ``TypeError`` only for an unknown option or ``specs`` of the wrong type. A group runs once:
-    ``start()`` after ``stop()`` raises ``NotReady('closed')``.
+    each server's own; ``ClientOptions`` types them, so mypy refuses a misspelled one or a
+    handler of the wrong kind. A server refused here is reported by ``status()``, never raised:
+    ``closed`` (not ``new``, as the others are until ``start()``: it will never start) with
+    ``last_error`` saying why; ``TypeError`` only for an unknown option or ``specs`` of the
+    wrong type. A group runs once: ``start()`` after ``stop()`` raises ``NotReady('closed')``.
 
     ``record=DIRECTORY`` records each server's session in ``DIRECTORY/<server>.jsonl``
     (``<server>`` is its key in ``specs``; the directory is made if need be);
@@ -126,7 +161,7 @@ class ClientGroup:
         fail_fast: bool = False,
         record: str | os.PathLike[str] | None = None,
         replay: str | os.PathLike[str] | None = None,
-        **client_options: Any,
+        **client_options: Unpack[ClientOptions],
     ) -> None:
         plan = plan_group(specs, client_options, client_keywords=_CLIENT_KEYWORDS)
         files = recording_files(record, replay)

@@ -123,6 +123,9 @@ __all__ = ["AuthorizeCallback", "CompletionCallback", "Handler", "Session", "Upd
 # The name it logged under when the session was part of _client.py: kept for log filters.
 _log = logging.getLogger("mcp_asyncio._client")
 
+# What a call to a client never started raises with NotReady('new').
+_NOT_STARTED = "the client was not started: await start() or use it in an async with block first"
+
 # Verdicts of era='auto' probes, shared by every client of this driver (per server).
 _ERA_CACHE: dict[str, str] = {}
 
@@ -327,6 +330,8 @@ class Session:
     def _refuse(self) -> None:
         """Why ``call`` cannot go on: always raises."""
         self.check()
+        if self._phase == "new":
+            raise NotReady("new", _NOT_STARTED)
         raise NotReady("closed")
 
     async def call(
@@ -438,6 +443,9 @@ class Session:
     async def stop(self) -> None:
         if self._phase == "new":
             self._phase = "stopped"  # never started: a client runs once, so it never will
+            # The machine too, so that its status says closed, not new (its answer: nothing to
+            # stop, and nobody waits for it).
+            self.machine.handle(Close(now=_now(), ticket=next(self._tickets)))
             return
         origin, done = self._origin, self._host_done
         if origin is None or done is None or not origin.here() or done.is_set():

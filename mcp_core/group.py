@@ -7,14 +7,17 @@ group's namespaced tool names (``mcp__<server>__<tool>``) and routes a name back
 ``PromptTable`` does the same for prompts (``mcp__<server>__<prompt>``, the same rules; a
 name no server lists is ``mcp_core.UnknownPrompt``, ``UnknownTool``'s twin); ``server_parts``
 is the server part of those names for a set of servers; both are a ``NameTable`` of
-``Named`` items (a ``Tool`` or a ``Prompt``).
+``Named`` items (a ``Tool`` or a ``Prompt``). ``GroupSpecFields`` types the spec fields a group
+takes as keywords, for the drivers' ``ClientOptions``.
 """
 
+from ._config.spec import GroupSpecFields
 from ._group.names import Named, NameTable, PromptTable, ToolTable, server_parts
 from ._group.plan import GroupPlan, GroupSpecs, LoadedConfigLike, down_error, plan_group
 
 __all__ = [
     "GroupPlan",
+    "GroupSpecFields",
     "GroupSpecs",
     "LoadedConfigLike",
     "NameTable",

@@ -101,6 +101,9 @@ __all__ = ["AuthorizeCallback", "CompletionCallback", "Handler", "Session", "Upd
 # The name it logged under when the session was part of _client.py: kept for log filters.
 _log = logging.getLogger("mcp_sync._client")
 
+# What a call to a client never started raises with NotReady('new').
+_NOT_STARTED = "the client was not started: call start() or use it in a with block first"
+
 # Protocol eras learned per server, shared by every client of this driver.
 _ERA_CACHE: dict[str, str] = {}
 # Callers wait in slices so that KeyboardInterrupt reaches the main thread promptly everywhere.
@@ -304,6 +307,9 @@ class Session:
             state = self._phase
             if state == "new":
                 self._phase = "stopped"
+                # The machine too, so that its status says closed, not new (its answer:
+                # nothing to stop, and nobody waits for it).
+                self.machine.handle(Close(now=time.monotonic(), ticket=next(self._tickets)))
                 self._stopped.set()
             elif state == "running":
                 self._phase = "stopping"
@@ -381,10 +387,13 @@ class Session:
         *,
         closing: bool = False,
     ) -> _Waiter:
-        """Register a waiter and feed its event. Raises ``NotReady('closed')`` unless running
-        (stopping, for Close) and ``ValueError`` for a bad argument; nothing is fed then."""
+        """Register a waiter and feed its event. Raises ``NotReady`` unless running (stopping,
+        for Close): ``'new'`` before ``start()``, else ``'closed'``; ``ValueError`` for a bad
+        argument; nothing is fed then."""
         with self.lock:
             if self._phase != ("stopping" if closing else "running"):
+                if self._phase == "new":
+                    raise NotReady("new", _NOT_STARTED)
                 raise NotReady("closed")
             ticket = next(self._tickets)
             event = make(ticket)

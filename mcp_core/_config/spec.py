@@ -30,6 +30,7 @@ __all__ = [
     "OAUTH_KEYS",
     "Concurrency",
     "Era",
+    "GroupSpecFields",
     "OAuthGrant",
     "Spec",
     "SpecFields",
@@ -42,12 +43,12 @@ Era = Literal["auto", SessionEra]  # "auto": probe, then the era the server spea
 OAuthGrant = Literal["authorization_code", "client_credentials"]
 
 
-class SpecFields(TypedDict, total=False):
-    """The fields of a ``Spec`` as keywords (``Client(name=..., command=..., call_timeout=...)``),
-    so that a type checker refuses a misspelled one. Each is as ``Spec`` documents it; a test
-    keeps the two the same."""
+class GroupSpecFields(TypedDict, total=False):
+    """The fields of a ``Spec`` a ``ClientGroup`` takes as keywords and lays over every
+    server's own (``ClientGroup(specs, call_timeout=5)``): all but ``name`` (each server is
+    named by its key) and ``fail_fast`` (the group's keyword of that name is its own, about
+    its waits). ``SpecFields`` adds those two."""
 
-    name: str
     command: str | None
     args: Sequence[str]
     env: Mapping[str, str]
@@ -62,7 +63,6 @@ class SpecFields(TypedDict, total=False):
     init_timeout: float
     reconnect: float
     max_backoff: float
-    fail_fast: bool
     era: Era
     prices: Mapping[str, int]
     max_message_bytes: int
@@ -74,6 +74,15 @@ class SpecFields(TypedDict, total=False):
     verify: bool | str
     cert: str | tuple[str, str] | None
     proxy: str | bool | None
+
+
+class SpecFields(GroupSpecFields, total=False):
+    """The fields of a ``Spec`` as keywords (``Client(name=..., command=..., call_timeout=...)``),
+    so that a type checker refuses a misspelled one. Each is as ``Spec`` documents it; a test
+    keeps the two the same."""
+
+    name: str
+    fail_fast: bool
 # What a spec's ``oauth`` mapping may hold (what ``.mcp.json`` can say about a
 # server's OAuth client), in the order messages list them.
 OAUTH_KEYS = (

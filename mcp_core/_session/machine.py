@@ -344,7 +344,8 @@ class SessionMachine:
 
     @property
     def state(self) -> SessionState:
-        """'starting' | 'initializing' | 'ready' | 'closed' (``session_state``'s rules)."""
+        """'new' | 'starting' | 'initializing' | 'ready' | 'closed' (``session_state``'s
+        rules)."""
         return session_state(self._phase, (connection.phase for connection in self._connections))
 
     @property

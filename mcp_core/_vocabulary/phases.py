@@ -8,9 +8,10 @@ them by ``scripts/draw_states.py`` and a test keeps it in sync.
 
 Four tables, and the rules that give ``Status.state``:
 
-- ``SESSION_TABLE``: the client as a whole. A session is ``NEW`` until ``Connect``,
-  ``RUNNING`` until ``Close``, ``CLOSING`` until every connection is ``IDLE``
-  (``SessionStep.STOPPED``: then ``CLOSED``, from which ``Connect`` starts it again). Every
+- ``SESSION_TABLE``: the client as a whole. A session is ``NEW`` until ``Connect`` (or a
+  ``Close``, which makes it ``CLOSED`` at once), ``RUNNING`` until ``Close``, ``CLOSING``
+  until every connection is ``IDLE`` (``SessionStep.STOPPED``: then ``CLOSED``, from which
+  ``Connect`` starts it again). Every
   other event keeps the phase; the driver's reports (``events.DRIVER_REPORTS``) are refused in
   ``NEW``: nothing was asked of the driver yet.
 - ``CONNECTION_TABLE``: one connection ("slot": a server process, or an HTTP session), keyed by
@@ -143,7 +144,7 @@ class SessionStep(enum.Enum):
 # reports (``events.DRIVER_REPORTS``) are refused in NEW, when nothing was asked of it yet.
 SESSION_TABLE: Mapping[tuple[SessionPhase, type[Event] | SessionStep], SessionPhase] = {
     (SessionPhase.NEW, Connect): SessionPhase.RUNNING,
-    (SessionPhase.NEW, Close): SessionPhase.NEW,  # answered at once: nothing to stop
+    (SessionPhase.NEW, Close): SessionPhase.CLOSED,  # answered at once: nothing to stop
     (SessionPhase.RUNNING, Connect): SessionPhase.RUNNING,  # already running: ignored
     (SessionPhase.RUNNING, Close): SessionPhase.CLOSING,
     (SessionPhase.CLOSING, Connect): SessionPhase.CLOSING,  # a restart waits for the stop
@@ -215,8 +216,9 @@ def connection_step(phase: Phase, step: type[Event] | Step, slot: int) -> Phase:
 # --- what Status.state says --------------------------------------------------------------------
 
 # A running session's ``Status.state``: the first rule one of its connections is in (a pooled
-# session has several); a session not RUNNING, or one whose connections are all IDLE or
-# STOPPING (failed, a retry perhaps armed), is ``closed``.
+# session has several). A NEW session (never started nor closed) is ``new``; one CLOSING or
+# CLOSED, or RUNNING with its connections all IDLE or STOPPING (failed, a retry perhaps
+# armed), is ``closed``.
 STATE_RULES: tuple[tuple[tuple[Phase, ...], SessionState], ...] = (
     ((Phase.READY,), "ready"),
     (HANDSHAKING, "initializing"),
@@ -226,6 +228,8 @@ STATE_RULES: tuple[tuple[tuple[Phase, ...], SessionState], ...] = (
 
 def session_state(phase: SessionPhase, connections: Iterable[Phase]) -> SessionState:
     """``Status.state`` of a session in ``phase`` whose connections are in ``connections``."""
+    if phase is SessionPhase.NEW:
+        return "new"
     if phase is SessionPhase.RUNNING:
         present = set(connections)
         for phases, state in STATE_RULES:
@@ -396,9 +400,9 @@ def render_tables() -> str:
         "## `Status.state`",
         "",
         "What `status()` says of a RUNNING session: the first row one of its connections is",
-        "in (a pooled session has several). A session in any other phase, or whose",
-        "connections are all IDLE or STOPPING (it failed; `retry_in` says when it tries",
-        "again), is `closed`.",
+        "in (a pooled session has several). A NEW session (never started, nor stopped) is",
+        "`new`. A CLOSING or CLOSED one, or a RUNNING one whose connections are all IDLE or",
+        "STOPPING (it failed; `retry_in` says when it tries again), is `closed`.",
         "",
         "| a connection in | `Status.state` |",
         "|---|---|",

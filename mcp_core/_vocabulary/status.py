@@ -16,7 +16,7 @@ __all__ = ["SessionEra", "SessionState", "Status", "TransportName"]
 
 # The values of ``Status.state``, ``.transport`` and ``.era`` (see ``Status``). A test keeps
 # ``SessionState`` equal to what ``mcp_core.states.session_state`` can return.
-SessionState = Literal["starting", "initializing", "ready", "closed"]
+SessionState = Literal["new", "starting", "initializing", "ready", "closed"]
 TransportName = Literal["stdio", "http", "sse", "unknown"]
 SessionEra = Literal["legacy", "modern"]
 
@@ -26,10 +26,12 @@ SessionEra = Literal["legacy", "modern"]
 class Status:
     """A snapshot of one client.
 
-    ``state`` (``SessionState``) is ``'starting'`` (a process is being spawned, or the
-    transport is up before its handshake), ``'initializing'`` (a handshake is under way),
-    ``'ready'`` (calls go out) or ``'closed'`` (not started, stopped, or every connection
-    failed: ``last_error`` says why and ``retry_in`` when the next attempt is);
+    ``state`` (``SessionState``) is ``'new'`` (never started: ``start()`` or a ``with`` block
+    has not run yet), ``'starting'`` (a process is being spawned, or the transport is up
+    before its handshake), ``'initializing'`` (a handshake is under way), ``'ready'`` (calls
+    go out) or ``'closed'`` (stopped, even before it started; every connection failed:
+    ``last_error`` says why and ``retry_in`` when the next attempt is; or a server a
+    ``ClientGroup`` refused, which never starts: ``last_error`` says why);
     ``docs/states.md`` shows how the session's phases give it. ``transport``
     (``TransportName``) is ``'stdio'``, ``'http'``, ``'sse'`` (an HTTP server found to speak
     the 2024-11-05 HTTP+SSE transport) or ``'unknown'``: only for a server a ``ClientGroup``

@@ -47,7 +47,8 @@ stderr is a terminal); ``--json`` output is plain JSON on stdout. A table is as 
 terminal (or ``COLUMNS``, or 100 columns into a file or pipe); its descriptions wrap, names
 are never cut; a tool's or prompt's arguments are listed one a line, an optional one ending
 in ``?``, a tool's with its type (``b?: number``). ``status`` names the states as the library
-does (``Status.state``: starting, initializing, ready, closed), in the table as in ``--json``.
+does (``Status.state``: starting, initializing, ready, closed; never ``new``, as it starts
+every server), in the table as in ``--json``.
 Every error is one line on stderr; messages come from redacted specs and errors, so a
 ``--header`` value or a config's secret is never printed, nor is a token, code or client
 secret. A library message is put in a shell user's words on its way out (``wording.py``):

@@ -43,6 +43,7 @@ __all__ = ["STATE_STYLES", "prompts", "resources", "status", "tool_arguments", "
 
 # The colour of each state in the status table (a test checks that every state has one).
 STATE_STYLES: Mapping[SessionState, str] = {
+    "new": "dim",  # never started: status starts every server, so only for completeness
     "ready": "green",
     "starting": "yellow",
     "initializing": "yellow",
@@ -258,8 +259,8 @@ def status(
     """Start the servers and show state, transport, era, protocol version, calls in flight
     and the last error of each; a server that needs a login shows the command to run.
 
-    The states are starting, initializing, ready and closed (not started, or failed: its
-    last error says why). Exit code 0 when every server is ready, else 3."""
+    The states are starting, initializing, ready and closed (refused by the config, or
+    failed: its last error says why). Exit code 0 when every server is ready, else 3."""
     source = current_source(config_path, url, headers, expand_env)
     loaded = load_source(source)
     with server_group(loaded, source) as group:

@@ -164,6 +164,7 @@ SUBMODULES = {
     ],
     "mcp_core.group": [
         "GroupPlan",
+        "GroupSpecFields",
         "GroupSpecs",
         "LoadedConfigLike",
         "NameTable",

@@ -24,8 +24,10 @@ def _client(argv: list[str], **fields: object) -> Client:
 
 async def test_start_and_stop_leave_nothing_behind(everything_argv, children_of) -> None:
     client = _client(everything_argv())
-    with pytest.raises(NotReady):
+    assert client.status().state == "new" and repr(client).endswith(" new>")
+    with pytest.raises(NotReady, match="not started") as refused:
         await client.list_tools()  # before start(): nothing is fed, nothing runs
+    assert refused.value.state == "new"
     await client.start()
     status = await client.await_ready(30)
     assert status.state == "ready"
@@ -46,7 +48,7 @@ async def test_a_client_stopped_before_it_started_never_starts(
     # comes first.
     client = _client(everything_argv())
     await client.stop()
-    assert client.status().state == "closed"
+    assert client.status().state == "closed" and repr(client).endswith(" closed>")
     with pytest.raises(NotReady, match="closed"):
         await client.start()
     with pytest.raises(NotReady, match="closed"):

@@ -394,7 +394,10 @@ async def test_specs_of_every_kind_start_nothing_until_started(driver: str) -> N
         skipped={"broken": "'command' must be a string, got a number"},
     )
     group = Group(driver, config)
+    # A refused server is closed (it never starts), a client not started yet is new.
     assert group.status()["broken"].state == "closed"
+    assert group.status()["fs"].state == "new"
+    assert "fs=new" in repr(group.aio or group.sync)
     assert group.status()["broken"].last_error == "'command' must be a string, got a number"
     assert list(group.clients) == ["fs"]
 

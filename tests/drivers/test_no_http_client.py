@@ -42,6 +42,7 @@ def test_a_group_leaves_that_server_out_and_says_why(group: Any, no_ssl: None) -
     assert status["remote"].state == "closed" and "ssl" in (status["remote"].last_error or "")
     assert "s3cr3t" not in (status["remote"].last_error or "")
     assert list(made.clients) == ["local"] and status["local"].last_error is None
+    assert status["local"].state == "new"  # not started yet, unlike the refused one
 
 
 @pytest.mark.parametrize("client", CLIENTS, ids=lambda c: c.__module__.split(".")[0])

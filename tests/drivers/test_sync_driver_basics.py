@@ -34,8 +34,10 @@ def _driver_threads() -> list[str]:
 
 def test_start_and_stop_leave_nothing_behind() -> None:
     client = _client(everything_argv())
-    with pytest.raises(NotReady):
+    assert client.status().state == "new" and repr(client).endswith(" new>")
+    with pytest.raises(NotReady, match="not started") as refused:
         client.list_tools()  # before start(): nothing is fed, nothing runs
+    assert refused.value.state == "new"
     client.start()
     status = client.await_ready(30)
     assert status.state == "ready"
@@ -55,7 +57,7 @@ def test_a_client_stopped_before_it_started_never_starts() -> None:
     # comes first.
     client = _client(everything_argv())
     client.stop()
-    assert client.status().state == "closed"
+    assert client.status().state == "closed" and repr(client).endswith(" closed>")
     with pytest.raises(NotReady, match="closed"):
         client.start()
     with pytest.raises(NotReady, match="closed"):

@@ -5,6 +5,9 @@ stopped refusing that mistake, the build would fail."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import mcp_asyncio
 import mcp_sync
 from mcp_core import (
@@ -34,6 +37,34 @@ def construction() -> None:
     mcp_asyncio.Client(name="fs", command="npx", timout=5)  # type: ignore[call-arg]
     mcp_sync.Client(name="fs", command="npx", era="newest")  # type: ignore[arg-type]
     # (args="-y server" passes mypy, a str being a Sequence[str]: the spec refuses it at run time)
+
+
+async def accept_async(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {"action": "accept", "content": {}}
+
+
+def accept(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {"action": "accept", "content": {}}
+
+
+def group_construction() -> None:
+    # what a group gives every client is typed like Client's keywords: a misspelled option,
+    # a handler of the other driver's kind, a spec field a group takes no value of
+    fs = {"fs": {"command": "npx"}}
+    mcp_sync.ClientGroup(fs, call_timeout=3, elicitation=accept, interactive=False)
+    mcp_asyncio.ClientGroup(fs, wait=False, fail_fast=True, sampling=accept_async)
+    options: mcp_asyncio.ClientOptions = {"call_timeout": 3, "elicitation": accept_async}
+    mcp_asyncio.ClientGroup(fs, **options)
+    mcp_sync.ClientGroup(fs, timout=3)  # type: ignore[call-arg]
+    mcp_asyncio.ClientGroup(fs, timout=3)  # type: ignore[call-arg]
+    mcp_sync.ClientGroup(fs, elicitation=accept_async)  # type: ignore[arg-type]
+    mcp_asyncio.ClientGroup(fs, roots=wrong_progress)  # type: ignore[arg-type]
+    mcp_sync.ClientGroup(fs, call_timeout="3")  # type: ignore[arg-type]
+    mcp_sync.ClientGroup(fs, name="fs")  # type: ignore[call-arg]
+    mcp_sync.ClientGroup(fs, record="recordings/")  # a directory: one file per server
+    mcp_asyncio.ClientGroup(fs, replay="recordings/")
+    bad: mcp_sync.ClientOptions = {"elicitation": accept_async}  # type: ignore[typeddict-item]
+    print(bad)
 
 
 def group_calls(group: mcp_sync.ClientGroup) -> None:

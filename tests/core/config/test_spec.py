@@ -384,3 +384,8 @@ def test_the_keywords_type_names_every_spec_field_with_its_type() -> None:
     }
     assert keywords == spec_fields
     assert SpecFields.__required_keys__ == frozenset()
+    # A group's keywords are the same fields but the two it takes as its own.
+    from mcp_core.group import GroupSpecFields
+
+    assert set(GroupSpecFields.__annotations__) == set(spec_fields) - {"name", "fail_fast"}
+    assert GroupSpecFields.__required_keys__ == frozenset()

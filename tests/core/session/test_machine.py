@@ -9,6 +9,7 @@ import pytest
 
 import mcp_core as core
 from mcp_core.replay import Recorder, encode_action, replay
+from mcp_core.states import SessionPhase
 from tests.core.harness import TEXT_RESULT, Harness
 
 # --- handshake and eras ------------------------------------------------------------------
@@ -1070,6 +1071,16 @@ def test_oversized_answer_fails_only_its_caller() -> None:
     assert h.result(t2).text == "hi" and h.machine.state == "ready"
 
 
+def test_a_session_closed_before_it_connected_is_closed_not_new() -> None:
+    # A driver's stop() before start() feeds Close: answered at once, nothing to stop, and the
+    # status then tells a stopped client from one never started.
+    h = Harness()
+    assert h.machine.state == "new"
+    h.feed(core.Close(now=0.0, ticket=1))
+    assert h.result(1) is None and h.machine.phase is SessionPhase.CLOSED
+    assert h.machine.status(0.0).state == "closed"
+
+
 def test_oversized_handshake_answer_fails_the_attempt() -> None:
     h = Harness(era="legacy", max_message_bytes=100, fail_fast=True)
     h.feed(core.Connect(now=0.0))
@@ -1085,7 +1096,7 @@ def test_oversized_handshake_answer_fails_the_attempt() -> None:
 
 def test_status_and_repr() -> None:
     h = Harness(name="srv1")
-    assert h.machine.status(0.0).state == "closed"
+    assert h.machine.status(0.0).state == "new" and "new" in repr(h.machine)
     h.connect_legacy()
     status = h.machine.status(h.now)
     assert status.name == "srv1" and status.transport == "stdio"

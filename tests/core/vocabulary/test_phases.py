@@ -60,9 +60,11 @@ def test_status_state_names_exactly_what_the_phases_can_give() -> None:
     ]
     given = {session_state(session, mix) for session in sessions for mix in mixes}
     assert given == set(typing.get_args(core.SessionState))
-    # A session not running is closed whatever its connections; a running one with none
-    # past IDLE or STOPPING (it failed, perhaps with a retry armed) too.
-    assert session_state(SessionPhase.NEW, [Phase.READY]) == "closed"
+    # A session never started is new, one stopped is closed, whatever their connections; a
+    # running one with none past IDLE or STOPPING (it failed, perhaps with a retry armed) is
+    # closed too.
+    assert session_state(SessionPhase.NEW, [Phase.READY]) == "new"
+    assert session_state(SessionPhase.CLOSED, [Phase.READY]) == "closed"
     assert session_state(SessionPhase.RUNNING, [Phase.IDLE, Phase.STOPPING]) == "closed"
     assert session_state(SessionPhase.RUNNING, [Phase.SPAWNING, Phase.READY]) == "ready"
 
