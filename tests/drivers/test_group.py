@@ -427,8 +427,8 @@ async def test_caller_mistakes_raise_at_once(driver: str) -> None:
         Group(driver, {"a": {"command": "x"}}, call_timeot=3)
     with pytest.raises(TypeError, match="name"):
         Group(driver, {"a": {"command": "x"}}, name="b")
-    with pytest.raises(TypeError, match="same file"):
-        Group(driver, {"a": {"command": "x"}}, record="session.jsonl")
+    with pytest.raises(ValueError, match="record= and replay= together"):
+        Group(driver, {"a": {"command": "x"}}, record="recordings", replay="recordings")
     with pytest.raises(TypeError, match="mapping"):
         Group(driver, [("a", {"command": "x"})])
 
