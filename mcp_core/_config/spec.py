@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from .._vocabulary.errors import InvalidSpec
 from .._vocabulary.status import SessionEra
 from .._vocabulary.urls import REDACTED, is_client_id_metadata_url, redact_url
+from .extensions import check_extensions
 
 __all__ = [
     "OAUTH_KEYS",
@@ -74,6 +75,7 @@ class GroupSpecFields(TypedDict, total=False):
     verify: bool | str
     cert: str | tuple[str, str] | None
     proxy: str | bool | None
+    extensions: Mapping[str, Mapping[str, Any]]
 
 
 class SpecFields(GroupSpecFields, total=False):
@@ -170,9 +172,17 @@ class Spec:
     request goes through it). Paths are shown in messages (a path is not a secret, like
     ``command``); the proxy's user name and password are redacted like URL userinfo.
 
+    ``extensions`` are the extensions the client declares to the server (SEP-2133):
+    ``{"io.modelcontextprotocol/tasks": {}}``, each identifier ``vendor-prefix/name`` with its
+    settings (a JSON object, ``{}`` for none). None is declared unless given. They go in
+    ``capabilities.extensions`` on ``initialize`` and on every 2026-07-28 request; a server's
+    own are in ``Status.extensions``. Settings are sent to the server as they are and shown
+    unredacted: they are no place for a secret.
+
     Construction validates every field and raises ``InvalidSpec`` (with the spec redacted in
     the message) on the first problem found. ``args`` may be given as a list and is stored as
-    a tuple; ``env``, ``headers`` and ``prices`` are stored as read-only copies, so a spec
+    a tuple; ``env``, ``headers``, ``prices`` and ``extensions`` are stored as read-only
+    copies, so a spec
     never changes after it was checked.
     """
 
@@ -203,6 +213,7 @@ class Spec:
     verify: bool | str = True
     cert: str | tuple[str, str] | None = None
     proxy: str | bool | None = None
+    extensions: Mapping[str, Mapping[str, Any]] = field(default_factory=_empty)
 
     def __post_init__(self) -> None:
         try:
@@ -250,6 +261,10 @@ class Spec:
         if type(self.fail_fast) is not bool:
             raise _Problem(f"'fail_fast' must be true or false, got {_kind(self.fail_fast)}")
         self._set("prices", _check_prices(self.prices))
+        try:
+            self._set("extensions", check_extensions(self.extensions))
+        except ValueError as exc:  # its message, then its hint when it has one
+            raise _Problem(*exc.args) from None
 
     def _check_network(self) -> None:
         """``verify``, ``cert`` and ``proxy``: HTTP only, paths that are paths, an http://
@@ -404,16 +419,21 @@ class Spec:
     def __hash__(self) -> int:
         # The generated hash would fail on the read-only mappings; hash their items instead,
         # so specs can key a dict (an era cache, a group's table).
-        return hash(
-            tuple(
-                frozenset(value.items()) if isinstance(value, Mapping) else value
-                for value in (getattr(self, f.name) for f in fields(self))
-            )
-        )
+        return hash(tuple(_frozen(getattr(self, f.name)) for f in fields(self)))
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in self.redacted(include_defaults=False).items())
         return f"Spec({shown})"
+
+
+def _frozen(value: object) -> object:
+    """``value`` hashable: a mapping as the frozenset of its items, a list as a tuple, all the
+    way down (equal mappings hash alike whatever their order)."""
+    if isinstance(value, Mapping):
+        return frozenset((key, _frozen(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return tuple(_frozen(item) for item in value)
+    return value
 
 
 # --- redaction -------------------------------------------------------------------------------
@@ -449,6 +469,9 @@ def redact_mapping(mapping: Mapping[str, object]) -> dict[str, object]:
             out[key] = _redact_paths(value)
         elif key == "oauth" and isinstance(value, Mapping):
             out[key] = {str(k): _redact_oauth(k, v) for k, v in value.items()}
+        elif key == "extensions" and isinstance(value, Mapping):
+            # Declared to every server as they are (capabilities), so shown as they are.
+            out[key] = {str(k): dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
         elif key == "prices" and isinstance(value, Mapping):
             out[key] = {str(k): v if _is_scalar(v) else REDACTED for k, v in value.items()}
         elif key in _PLAIN_FIELDS and isinstance(value, (str, int, float, bool)):

@@ -63,6 +63,7 @@ from .._transport.connection import DISCOVER, INITIALIZE, Connection, SseTranspo
 from .._transport.eras import (
     Handshake,
     client_capabilities,
+    server_extensions,
 )
 from .._transport.http import HttpTransport
 from .._transport.jitter import Jitter, backoff_delay
@@ -180,7 +181,7 @@ class SessionMachine:
         self.now = 0.0
         self._phase = SessionPhase.NEW
         self._out: list[Action] = []
-        self._capabilities = client_capabilities(self.handlers, modes)
+        self._capabilities = client_capabilities(self.handlers, modes, spec.extensions)
         self._asks = ServerRequests(self.handlers, modes, self._out)
         http = spec.transport == "http"
         if oauth is not None and (not http or "authorization" in map(str.lower, spec.headers)):
@@ -388,6 +389,7 @@ class SessionMachine:
             retry_in=max(0.0, min(retries) - now) if retries else None,
             server_info=ready.server_info if ready else None,
             capabilities=ready.capabilities if ready and ready.known else None,
+            extensions=server_extensions(ready) if ready and ready.known else None,
             instructions=ready.instructions if ready else None,
         )
 

@@ -14,6 +14,7 @@ from .._vocabulary.errors import (
     JsonRpcError,
     ListTooLong,
     McpError,
+    MissingClientCapability,
     UrlElicitationRequired,
 )
 from .._vocabulary.models import (
@@ -153,6 +154,8 @@ def rpc_error(error: Mapping[str, Any]) -> JsonRpcError:
     data = error.get("data")
     if code == UrlElicitationRequired.CODE:
         return UrlElicitationRequired(text, _url_elicitations(data), data)
+    if code == MissingClientCapability.CODE:
+        return MissingClientCapability(text, data)
     return JsonRpcError(code if isinstance(code, int) else 0, text, data)
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "modern_meta",
     "parse_discover_result",
     "parse_initialize_result",
+    "server_extensions",
 ]
 
 LEGACY_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -60,19 +61,43 @@ class Handshake:
 
 
 def client_capabilities(
-    handlers: Iterable[str], elicitation_modes: Iterable[str] = ("form",)
+    handlers: Iterable[str],
+    elicitation_modes: Iterable[str] = ("form",),
+    extensions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Declare exactly the features the application gave a handler for: a capability we
     declare is one the server may use (2025-06-18 basic/lifecycle: "only use negotiated
     capabilities"). ``elicitation: {}`` means form mode only (2025-11-25 client/elicitation:
     "an empty capabilities object is equivalent to declaring support for form mode only"), so
     it is what a form-only handler declares, the shape every legacy version understands; any
-    other set of modes is named, e.g. ``{"form": {}, "url": {}}``."""
+    other set of modes is named, e.g. ``{"form": {}, "url": {}}``.
+
+    ``extensions`` (the spec's) are declared as ``capabilities.extensions``, identifier ->
+    settings (SEP-2133, 2026-07-28 basic/index §Extensions): on ``initialize`` (the 2025-11-25
+    schema has no such field, yet servers read it there) and, being part of the
+    capabilities, on every 2026-07-28 request's ``_meta``, as that era requires ("a server
+    MUST NOT use an extension for a request that lacks it")."""
     capabilities: dict[str, Any] = {name: {} for name in sorted(handlers)}
     modes = sorted(set(elicitation_modes))
     if "elicitation" in capabilities and modes != ["form"]:
         capabilities["elicitation"] = {mode: {} for mode in modes}
+    if extensions:
+        capabilities["extensions"] = {key: dict(value) for key, value in extensions.items()}
     return capabilities
+
+
+def server_extensions(handshake: Handshake) -> Mapping[str, Mapping[str, Any]]:
+    """The extensions the server declared (``capabilities.extensions``: identifier ->
+    settings), its malformed entries left out; read in either era, since servers declare
+    them on ``initialize`` too."""
+    declared = handshake.capabilities.get("extensions")
+    if not isinstance(declared, Mapping):
+        return {}
+    return {
+        key: value
+        for key, value in declared.items()
+        if isinstance(key, str) and isinstance(value, Mapping)
+    }
 
 
 def initialize_params(capabilities: Mapping[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ __all__ = [
     "ListTooLong",
     "McpError",
     "MessageTooLarge",
+    "MissingClientCapability",
     "NoHttpClient",
     "NotReady",
     "NotSupported",
@@ -278,6 +279,37 @@ class UrlElicitationRequired(JsonRpcError):
         self.message = message
         self.data = data
         self.elicitations = elicitations
+
+
+class MissingClientCapability(JsonRpcError):
+    """The server answered -32021 (MissingRequiredClientCapability, 2026-07-28 basic/index
+    §Error Codes): the request needs client capabilities this client did not declare.
+    ``extensions`` names the extensions among them (``data.requiredCapabilities.extensions``,
+    SEP-2133) and ``capabilities`` the other capabilities; ``str(error)`` names both and says
+    how to declare an extension. ``message`` is the server's own."""
+
+    CODE = -32021
+
+    def __init__(self, message: str, data: object = None) -> None:
+        required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+        required = required if isinstance(required, dict) else {}
+        listed = required.get("extensions")
+        self.extensions = tuple(str(k)[:100] for k in listed) if isinstance(listed, dict) else ()
+        self.capabilities = tuple(str(k)[:100] for k in required if k != "extensions")
+        named = [*(f"extension {e}" for e in self.extensions), *self.capabilities]
+        what = ", ".join(named) if named else "capabilities it did not name"
+        advice = (
+            "; declare an extension the client supports with extensions={identifier: settings}"
+            if self.extensions
+            else ""
+        )
+        McpError.__init__(
+            self,
+            f"the server requires what this client did not declare ({what}){advice}",
+        )
+        self.code = self.CODE
+        self.message = message
+        self.data = data
 
 
 class AuthorizationRequired(McpError):

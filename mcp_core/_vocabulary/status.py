@@ -41,7 +41,9 @@ class Status:
     ``'modern'`` or None (no session is ready); ``concurrency`` the policy in force
     (``'unknown'`` for that same refused server). ``in_flight`` and ``queued`` count caller
     work only; ``last_error`` is already redacted; ``retry_in`` is seconds until the next
-    connect attempt, or None when none is scheduled.
+    connect attempt, or None when none is scheduled. ``extensions`` are the extensions the
+    server declared (identifier -> settings, SEP-2133; ``{}`` for none), None until a session
+    is ready or when the server was not asked (``era='modern'`` without a probe).
     """
 
     name: str
@@ -60,6 +62,8 @@ class Status:
     # ``instructions`` it gave for using it; None until a session is ready.
     capabilities: Mapping[str, Any] | None = None
     instructions: str | None = None
+    # The extensions the server declared (identifier -> settings, SEP-2133), None until then.
+    extensions: Mapping[str, Mapping[str, Any]] | None = None
 
     @property
     def ready(self) -> bool:

@@ -109,6 +109,7 @@ ERRORS = [
     "JsonRpcError",
     "McpError",
     "MessageTooLarge",
+    "MissingClientCapability",
     "NoHttpClient",
     "NotReady",
     "RequestTimeout",

@@ -256,6 +256,7 @@ ACTIONS: list[tuple[core.Action, dict[str, Any]]] = [
                 "server_info": None,
                 "capabilities": None,
                 "instructions": None,
+                "extensions": None,
             },
         },
     ),
