@@ -31,6 +31,13 @@ does what the scenario asks:
 - ``sep-2322-client-request-state``: the four ``test_mrtr_*`` tools in the scenario's order.
 - ``json-schema-2020-12-preservation``: echo ``json_schema_2020_12_tool``'s input schema back
   through ``json_schema_echo``, exactly as listed.
+- ``sep-2640-client-no-prefetch`` (Skills, an extension scenario at 2025-11-25): list the
+  skills (``list_skills``) and read no file: the mock fails a client that fetches any.
+- ``sep-2640-client-verify-{digest,size,frontmatter}``: list the skills and read the first
+  skill's ``SKILL.md`` (``read_skill``), which the mock has tampered with (other bytes of the
+  same length; a line appended; the frontmatter's description changed with digest and size
+  recomputed to match). Verification must fail, so the skill is not loaded and no other file
+  (``references/FORMS.md``) is read; exit 1 then, which these scenarios allow. No tool list.
 - ``http-custom-headers`` (or any scenario whose context has ``toolCalls``): make those calls.
 - Any other scenario (``http-standard-headers``, ``http-invalid-tool-headers``, ``auth/*``, a
   scenario added later): call every listed tool once, with placeholder values for its required
@@ -67,6 +74,7 @@ import anyio.to_thread
 import mcp_asyncio
 from mcp_core import LEGACY_VERSIONS, MODERN_VERSION, InMemoryTokenStore, McpError
 from mcp_core.driver import token_store_key
+from mcp_core.skills import SkillVerificationError
 
 ADD = ("add_numbers", {"a": 5, "b": 3})
 # scenario -> the tools to call, in order, with their arguments; () lists the tools only.
@@ -84,6 +92,10 @@ SCENARIO_CALLS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
         ("test_mrtr_no_result_type", {}),
     ),
 }
+# The Skills scenarios (SEP-2640): list only, or list and load the first skill.
+SKILLS_LIST_ONLY = "sep-2640-client-no-prefetch"
+SKILLS_PREFIX = "sep-2640-client-"
+
 # Scenarios that check the capabilities a client declares get a handler for each feature.
 ALL_CAPABILITIES = frozenset({"request-metadata"})
 
@@ -313,6 +325,9 @@ async def session(
             init_timeout=TIMEOUT,
             **options,
         ) as client:
+            if scenario.startswith(SKILLS_PREFIX):
+                shown += [repr(client), repr(client.status())]
+                return await skills(client, scenario)
             tools = await client.list_tools(timeout=TIMEOUT)
             log.info("tools: %s", [tool.name for tool in tools])
             scripted = scenario in SCENARIO_CALLS
@@ -347,6 +362,22 @@ async def session(
         shown.append(str(error))
         return 1
     return 1 if failed else 0
+
+
+async def skills(client: mcp_asyncio.Client, scenario: str) -> int:
+    """List the skills; unless the scenario checks listing alone, load the first skill's
+    ``SKILL.md``. 1 when its verification fails (the file is not used: nothing else is read)."""
+    listed = await client.list_skills(timeout=TIMEOUT)
+    log.info("skills: %s", [(skill.name, skill.uri) for skill in listed])
+    if scenario == SKILLS_LIST_ONLY or not listed:
+        return 0
+    try:
+        text = await client.read_skill(listed[0], timeout=TIMEOUT)
+    except SkillVerificationError as error:
+        log.error("%s: not loaded: %s", listed[0].uri, error)
+        return 1
+    log.info("%s: loaded, %d characters", listed[0].uri, len(text))
+    return 0
 
 
 def main() -> int:

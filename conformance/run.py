@@ -80,6 +80,9 @@ class Expectation:
     expect: str  # one of EXPECTATIONS
     checks: tuple[str, ...]  # the SUCCESS check ids a passing run shows (a multiset)
     scored: bool  # False: run and reported by the set, never scored (extensions, ...)
+    # True: an [extension] scenario of the suite that no set names (no version of its own);
+    # run at this set's wire, never scored.
+    extension: bool = False
     why: str = ""
     issue: int | None = None
     evidence: str = ""
@@ -179,6 +182,7 @@ def load_expectations(path: Path) -> tuple[str, list[Expectation]]:
                     expect=expect,
                     checks=tuple(sorted(checks)),
                     scored=entry.get("scored", True),
+                    extension=entry.get("extension", False),
                     why=why,
                     issue=issue,
                     evidence=evidence,
@@ -257,10 +261,31 @@ def suite_lists(revision: str) -> tuple[list[str], list[str]]:
     return required, unscored
 
 
+def extension_scenarios() -> list[str]:
+    """The client scenarios the suite marks ``[extension]`` and no requirement set names
+    (``conformance list --client``), such as the Skills ones (``sep-2640-client-*``)."""
+    proc = subprocess.run(
+        [str(NODE), str(SUITE), "list", "--client"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SetupError(f"conformance list --client: {proc.stderr.strip()}")
+    return [
+        line.strip().removeprefix("- ").removesuffix("[extension]").strip()
+        for line in ANSI.sub("", proc.stdout).splitlines()
+        if line.startswith("  - ") and line.strip().endswith("[extension]")
+    ]
+
+
 def check_against_suite(expectations: list[Expectation]) -> None:
     """``SetupError`` unless each set's scored entries are exactly what the suite requires and
-    its unscored entries are scenarios the suite runs for that set without scoring."""
+    its unscored entries are scenarios the suite runs for that set without scoring, or
+    (``extension: true``) ``[extension]`` scenarios of the suite."""
     problems = []
+    extensions = extension_scenarios() if any(e.extension for e in expectations) else []
     for revision in sorted({e.revision for e in expectations}):
         required, unscored = suite_lists(revision)
         ours = [e for e in expectations if e.revision == revision]
@@ -270,7 +295,12 @@ def check_against_suite(expectations: list[Expectation]) -> None:
         for name in sorted(scored - set(required)):
             problems.append(f"{revision}: {name} is not required by the suite (scored: false?)")
         for e in ours:
-            if not e.scored and e.scenario not in unscored:
+            if e.extension:
+                if e.scored or e.scenario not in extensions:
+                    problems.append(
+                        f"{revision}: {e.scenario} is not an unscored [extension] scenario"
+                    )
+            elif not e.scored and e.scenario not in unscored:
                 problems.append(f"{revision}: the suite does not run {e.scenario} for this set")
     if problems:
         raise SetupError("expected.json does not match the suite:\n  " + "\n  ".join(problems))

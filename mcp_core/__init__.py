@@ -18,6 +18,8 @@ in public submodules, each with its own ``__all__``:
   facts of a reservation), for writing a driver for another framework.
 - ``mcp_core.providers``: tools and tool results in the shapes the model providers' APIs take
   (OpenAI, Anthropic, Gemini), with names each of them accepts.
+- ``mcp_core.skills``: Agent Skills a server serves (the ``io.modelcontextprotocol/skills``
+  extension): reading its listing and verifying each file read against it.
 """
 
 from ._config.files import InvalidConfig, LoadedConfig, load_config

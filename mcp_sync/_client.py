@@ -17,7 +17,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from _mcp_io.client import ProgressCallback as ProgressCallback
-from _mcp_io.client import output_adapter, replaying_spec, require_http_stack, with_data
+from _mcp_io.client import (
+    output_adapter,
+    replaying_spec,
+    require_http_stack,
+    server_log,
+    with_data,
+)
 from _mcp_io.http import client_network
 from _mcp_io.otel import end_call_span, start_call_span
 from mcp_core import (
@@ -44,6 +50,7 @@ from mcp_core import (
     Unsubscribe,
 )
 from mcp_core.driver import CompletionRef, completion_params
+from mcp_core.skills import Skill, SkillsListing, read_skill_contents, skill_from_get
 
 from ._session import AuthorizeCallback, CompletionCallback, Handler, Session, UpdateCallback
 
@@ -391,6 +398,42 @@ class Client:
         have one for (``tools/call``, the lists, subscriptions: their method says why), or a
         notification."""
         return cast(dict[str, Any], self._request(method, params, timeout, raw=True))
+
+    # Agent Skills (the io.modelcontextprotocol/skills extension, SEP-2640; mcp_core.skills).
+    # Each raises ``NotSupported`` before sending when the server did not declare the extension
+    # (in ``status().capabilities["extensions"]``). Nothing is read on connect or listing.
+
+    def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
+        """The server's skills, every page of ``skills/list`` (``timeout`` per page), never
+        cached. An entry the extension says to refuse (no manifest, more than 512 files or
+        16 MiB) is left out, with a warning on the ``mcp_client.<name>`` logger. A skill that
+        is not listed may still be there: ``get_skill`` asks for one by URI."""
+        listing = SkillsListing()
+        while (params := listing.params()) is not None:
+            listing.add(self._request("skills/list", params, timeout, raw=True))
+        for refused in listing.refused:
+            server_log(self.name).warning("skills/list: entry left out: %s", refused)
+        return listing.skills
+
+    def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
+        """The skill whose ``SKILL.md`` is ``uri`` (``skills/get``), listed or not; after a
+        ``SkillVerificationError``, its fresh manifest. ``JsonRpcError`` (``-32602``) for
+        one the server does not have."""
+        result = self._request("skills/get", {"uri": uri}, timeout, raw=True)
+        return skill_from_get(result)
+
+    def read_skill(
+        self, skill: Skill, path: str = "SKILL.md", *, timeout: float | None = None
+    ) -> str | bytes:
+        """File ``path`` of ``skill`` (relative to the skill's root, or a full URI), read with
+        ``resources/read`` and checked against the skill's manifest: its text, or its bytes
+        for a binary file. ``SkillVerificationError`` (``mcp_core.skills``) with ``reason``
+        ``'unlisted'`` before anything is sent for a path the manifest lacks, else ``'size'``,
+        ``'digest'`` or (``SKILL.md``) ``'frontmatter'`` when what came back differs from the
+        listing: do not use it (``get_skill`` gets a fresh manifest)."""
+        uri = skill.resource(path).uri  # an unlisted path raises here, before sending
+        result = self.read_resource(uri, timeout=timeout)
+        return read_skill_contents(skill, uri, result)
 
     def subscribe(
         self, uri: str, on_update: UpdateCallback, *, timeout: float | None = None

@@ -72,11 +72,18 @@ from .results import (
 )
 from .server_requests import ServerRequests
 
-__all__ = ["REQUIRED_CAPABILITY", "Calls", "ListCache", "Requester"]
+__all__ = ["REQUIRED_CAPABILITY", "SKILLS_EXTENSION", "Calls", "ListCache", "Requester"]
+
+# The Skills extension (SEP-2640): its methods are sent only to a server that declared it in
+# ``capabilities.extensions`` (SEP-2133: "only after the server declared them").
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 
 # The server capability each method needs (2025-11-25 schema, ServerCapabilities). tools/* is
 # not checked: servers that list tools without declaring them are common, and harmless.
+# ``extensions.<id>``: the extension's settings object under ``capabilities.extensions``.
 REQUIRED_CAPABILITY = {
+    "skills/list": f"extensions.{SKILLS_EXTENSION}",
+    "skills/get": f"extensions.{SKILLS_EXTENSION}",
     "resources/list": "resources",
     "resources/templates/list": "resources",
     "resources/read": "resources",
@@ -95,7 +102,10 @@ def missing_capability(capabilities: Mapping[str, Any], method: str) -> str | No
         return None
     name, _, flag = needed.partition(".")
     declared = capabilities.get(name)
-    if not isinstance(declared, dict) or (flag and declared.get(flag) is not True):
+    if name == "extensions":  # an extension is declared by its settings object ({} for none)
+        if not isinstance(declared, dict) or not isinstance(declared.get(flag), dict):
+            return needed
+    elif not isinstance(declared, dict) or (flag and declared.get(flag) is not True):
         return needed
     return None
 

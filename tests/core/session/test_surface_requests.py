@@ -525,6 +525,14 @@ REFUSED: list[tuple[dict[str, Any], Any, str, str]] = [
     (without("completions"), dict(method="completion/complete", params={}), "completions", ""),
     (without("logging"), dict(method="logging/setLevel", params={"level": "info"}), "logging", ""),
     ({**ALL, "resources": {}}, "subscribe", "resources.subscribe", "resources/subscribe"),
+    # SEP-2640's methods need the extension declared (SEP-2133), by its settings object.
+    (ALL, dict(method="skills/list", params={}), "extensions.io.modelcontextprotocol/skills", ""),
+    (
+        {**ALL, "extensions": {"io.modelcontextprotocol/skills": True}},
+        dict(method="skills/get", params={"uri": "skill://a/SKILL.md"}),
+        "extensions.io.modelcontextprotocol/skills",
+        "",
+    ),
     (
         {**ALL, "resources": {"subscribe": "yes"}},
         "subscribe",
@@ -571,6 +579,18 @@ def test_methods_that_need_no_capability_are_sent(what: Any) -> None:
     h.take()
     unsubscribe(h, "file:///a")  # never refused: stopping needs nothing
     assert written(h) == ["resources/unsubscribe"]
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_a_declared_extension_is_kept_and_its_methods_are_sent(era: str) -> None:
+    # A 2025-11-25 initialize answer has no extensions field in its schema, but servers send
+    # one (SEP-2133): Status keeps it as received, and skills/* go out.
+    extensions = {"io.modelcontextprotocol/skills": {}, "com.example/other": {"x": 1}}
+    h = (legacy if era == "legacy" else modern)({**ALL, "extensions": extensions})
+    capabilities = h.machine.status(h.now).capabilities
+    assert capabilities is not None and capabilities["extensions"] == extensions
+    ask(h, dict(method="skills/list", params={}))
+    assert written(h) == ["skills/list"]
 
 
 def test_before_a_session_is_ready_the_caller_hears_not_ready_not_not_supported() -> None:
