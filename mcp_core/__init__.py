@@ -132,6 +132,12 @@ from ._vocabulary.models import (
     UnknownContent,
 )
 from ._vocabulary.names import normalise_server, parse_tool_name, tool_name
+from ._vocabulary.sampling import (
+    CreateMessageRequest,
+    SamplingMessage,
+    ToolResultContent,
+    ToolUseContent,
+)
 from ._vocabulary.status import SessionEra, SessionState, Status, TransportName
 from ._vocabulary.tokens import InMemoryTokenStore, StoredAuthorization, TokenStore
 
@@ -165,6 +171,7 @@ __all__ = [
     "Completion",
     "Connect",
     "ConnectFailed",
+    "CreateMessageRequest",
     "ElicitationComplete",
     "EmbeddedResource",
     "Event",
@@ -216,6 +223,7 @@ __all__ = [
     "ResourceTemplate",
     "ResourceUpdated",
     "RootsChanged",
+    "SamplingMessage",
     "SaveAuthorization",
     "ServerExited",
     "ServerRequestAnswered",
@@ -243,6 +251,8 @@ __all__ = [
     "TimerFired",
     "TokenStore",
     "Tool",
+    "ToolResultContent",
+    "ToolUseContent",
     "TransportName",
     "UnexpectedEvent",
     "UnknownContent",

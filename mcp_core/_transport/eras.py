@@ -60,18 +60,23 @@ class Handshake:
 
 
 def client_capabilities(
-    handlers: Iterable[str], elicitation_modes: Iterable[str] = ("form",)
+    handlers: Iterable[str],
+    elicitation_modes: Iterable[str] = ("form",),
+    sampling_tools: bool = False,
 ) -> dict[str, Any]:
     """Declare exactly the features the application gave a handler for: a capability we
     declare is one the server may use (2025-06-18 basic/lifecycle: "only use negotiated
     capabilities"). ``elicitation: {}`` means form mode only (2025-11-25 client/elicitation:
     "an empty capabilities object is equivalent to declaring support for form mode only"), so
     it is what a form-only handler declares, the shape every legacy version understands; any
-    other set of modes is named, e.g. ``{"form": {}, "url": {}}``."""
+    other set of modes is named, e.g. ``{"form": {}, "url": {}}``. ``sampling_tools``:
+    ``sampling: {"tools": {}}`` (2025-11-25 client/sampling §Capabilities)."""
     capabilities: dict[str, Any] = {name: {} for name in sorted(handlers)}
     modes = sorted(set(elicitation_modes))
     if "elicitation" in capabilities and modes != ["form"]:
         capabilities["elicitation"] = {mode: {} for mode in modes}
+    if sampling_tools and "sampling" in capabilities:
+        capabilities["sampling"] = {"tools": {}}
     return capabilities
 
 
