@@ -95,3 +95,11 @@ async def test_a_malformed_answer_is_an_error(driver: str, era: str) -> None:
 def test_sampling_tools_needs_a_sampling_handler() -> None:
     with pytest.raises(ValueError, match="sampling handler"):
         Facade("sync", command="x", sampling_tools=True)
+
+
+async def test_an_answer_that_is_no_mapping_is_an_error(driver: str) -> None:
+    async with client(driver, "legacy", lambda params: ["no", "mapping"], sampling_tools=True) as c:
+        with pytest.raises(core.JsonRpcError) as caught:
+            await c.call_tool("weather", {"city": "Oslo"})
+        assert caught.value.code == -32603 and "ValueError" in str(caught.value)
+        assert c.status().state == "ready"
