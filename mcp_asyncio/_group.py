@@ -87,6 +87,7 @@ class ClientOptions(GroupSpecFields, total=False):
     elicitation_modes: Iterable[str]
     elicitation_complete: CompletionCallback | None
     sampling: Handler | None
+    sampling_tools: bool
     roots: Handler | None
     authorize: AuthorizeCallback | None
     token_store: TokenStore | None

@@ -260,6 +260,7 @@ class Session:
         record: str | os.PathLike[str] | None,
         handlers: dict[str, Handler],
         elicitation_modes: Iterable[str],
+        sampling_tools: bool,
         elicitation_complete: CompletionCallback | None,
         authorize: AuthorizeCallback | None,
         token_store: TokenStore | None,
@@ -276,6 +277,7 @@ class Session:
             era_cache=_ERA_CACHE,
             handlers=[HANDLED_REQUESTS[method] for method in handlers],
             elicitation_modes=elicitation_modes,
+            sampling_tools=sampling_tools,
             **self._tokens.machine_keywords(spec, interactive=interactive),
         )
         self._authorize = authorize
@@ -401,6 +403,7 @@ class Session:
                 file.write,
                 handlers=self.machine.handlers,
                 elicitation_modes=self.machine.elicitation_modes,
+                sampling_tools=self.machine.sampling_tools,
                 known_era=self.machine.known_era,
             )
         self._origin = ProcessOrigin()
@@ -726,19 +729,18 @@ class Session:
             _log.exception("the on_update callback of a subscription raised")
 
     async def _answer(self, handler: Handler, action: HandleServerRequest) -> None:
-        """Run the application's handler (plain or async); its failure is the server's
-        -32603, never ours."""
+        """Run the application's handler (plain or async); its failure, or an answer that is
+        no mapping, is the server's -32603, never ours."""
         try:
             result = handler(action.params)
             if inspect.isawaitable(result):
                 result = await result
+            answer = ServerRequestAnswered(now=_now(), handle=action.handle, result=dict(result))
         except Exception as exc:
             _log.exception("the %s handler raised; the server gets an error", action.method)
             answer = ServerRequestAnswered(
                 now=_now(), handle=action.handle, failed=type(exc).__name__
             )
-        else:
-            answer = ServerRequestAnswered(now=_now(), handle=action.handle, result=dict(result))
         self.feed(answer)
 
     async def _run_slot(self, slot: ProcessSlot) -> None:
@@ -796,7 +798,10 @@ Handler = Callable[[Mapping[str, Any]], Mapping[str, Any] | Awaitable[Mapping[st
 """Answers one kind of server request, given its params: ``elicitation=`` gets
 ``elicitation/create`` (``message``, ``requestedSchema``) and returns an ElicitResult such as
 ``{"action": "accept", "content": {...}}``; ``sampling=`` gets ``sampling/createMessage`` and
-returns a CreateMessageResult; ``roots=`` gets ``roots/list`` and returns ``{"roots": [...]}``.
+returns a CreateMessageResult (with ``sampling_tools=True`` it may be given ``tools`` and
+answer with ``tool_use`` blocks; ``mcp_core.CreateMessageRequest.from_params(params)`` is the
+typed view of its params, docs/server-requests.md); ``roots=`` gets ``roots/list`` and
+returns ``{"roots": [...]}``.
 It may be a plain function or a coroutine function. An exception becomes a -32603 answer.
 
 With ``elicitation_modes=("form", "url")`` the elicitation handler also gets URL-mode requests

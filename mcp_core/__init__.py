@@ -135,6 +135,12 @@ from ._vocabulary.models import (
     UnknownContent,
 )
 from ._vocabulary.names import normalise_server, parse_tool_name, tool_name
+from ._vocabulary.sampling import (
+    CreateMessageRequest,
+    SamplingMessage,
+    ToolResultContent,
+    ToolUseContent,
+)
 from ._vocabulary.status import SessionEra, SessionState, Status, TransportName
 from ._vocabulary.tokens import InMemoryTokenStore, StoredAuthorization, TokenStore
 
@@ -168,6 +174,7 @@ __all__ = [
     "Completion",
     "Connect",
     "ConnectFailed",
+    "CreateMessageRequest",
     "ElicitationComplete",
     "EmbeddedResource",
     "Event",
@@ -220,6 +227,7 @@ __all__ = [
     "ResourceTemplate",
     "ResourceUpdated",
     "RootsChanged",
+    "SamplingMessage",
     "SaveAuthorization",
     "ServerExited",
     "ServerRequestAnswered",
@@ -247,6 +255,8 @@ __all__ = [
     "TimerFired",
     "TokenStore",
     "Tool",
+    "ToolResultContent",
+    "ToolUseContent",
     "TransportName",
     "UnexpectedEvent",
     "UnknownContent",

@@ -250,12 +250,13 @@ class Recorder:
         *,
         handlers: Iterable[str] = (),
         elicitation_modes: Iterable[str] = ("form",),
+        sampling_tools: bool = False,
         known_era: str | None = None,
     ) -> None:
-        """``handlers``, ``elicitation_modes`` and ``known_era`` (the machine's attribute: the
-        era verdict of an earlier probe it started from): what the machine was built with
-        (they change what it declares, answers and sends, so a replay must build the same
-        machine)."""
+        """``handlers``, ``elicitation_modes``, ``sampling_tools`` and ``known_era`` (the
+        machine's attribute: the era verdict of an earlier probe it started from): what the
+        machine was built with (they change what it declares, answers and sends, so a replay
+        must build the same machine)."""
         self._write = write
         header: dict[str, object] = {"format": FORMAT, "version": VERSION, "spec": spec.redacted()}
         if handlers:
@@ -263,6 +264,8 @@ class Recorder:
         modes = sorted(set(elicitation_modes))
         if modes != ["form"]:  # the default is not written: older recordings stay the same
             header["elicitation_modes"] = modes
+        if sampling_tools:  # written only when declared: older recordings stay the same
+            header["sampling_tools"] = True
         if known_era is not None:  # not written when unknown: older recordings stay the same
             header["known_era"] = known_era
         write(_line(header))
@@ -279,16 +282,17 @@ def read_recording(lines: Iterable[str]) -> tuple[Spec, list[Event]]:
     version, or a line that is not a valid event; ``InvalidSpec`` if the header's spec is
     refused.
     """
-    spec, _handlers, _modes, _era, events = _read(lines)
+    spec, _handlers, _modes, _tools, _era, events = _read(lines)
     return spec, events
 
 
 def _read(
     lines: Iterable[str],
-) -> tuple[Spec, tuple[str, ...], tuple[str, ...], str | None, list[Event]]:
+) -> tuple[Spec, tuple[str, ...], tuple[str, ...], bool, str | None, list[Event]]:
     spec: Spec | None = None
     handlers: tuple[str, ...] = ()
     modes: tuple[str, ...] = ("form",)
+    sampling_tools = False
     known_era: str | None = None
     events: list[Event] = []
     for number, line in enumerate(lines, start=1):
@@ -312,6 +316,9 @@ def _read(
                     'the recording header\'s "elicitation_modes" must be a list of names'
                 )
             modes = tuple(listed)
+            sampling_tools = data.get("sampling_tools", False)
+            if not isinstance(sampling_tools, bool):
+                raise ValueError('the recording header\'s "sampling_tools" must be true or false')
             known_era = data.get("known_era")
             if known_era not in (None, "legacy", "modern", "sse"):
                 raise ValueError(
@@ -324,7 +331,7 @@ def _read(
             raise ValueError(f"recording line {number}: {exc}") from None
     if spec is None:
         raise ValueError("the recording is empty: no header line")
-    return spec, handlers, modes, known_era, events
+    return spec, handlers, modes, sampling_tools, known_era, events
 
 
 def _read_header(data: Mapping[str, object]) -> Spec:
@@ -351,12 +358,16 @@ def replay_lines(
     ``machine`` builds the machine from the header's spec (default: ``SessionMachine``).
     Raises as ``read_recording`` does.
     """
-    spec, handlers, modes, known_era, events = _read(lines)
+    spec, handlers, modes, tools, known_era, events = _read(lines)
     if machine is None:
         from ._session.machine import SessionMachine  # lazily: the machine imports this package
 
         session: _Machine = SessionMachine(
-            spec, handlers=handlers, elicitation_modes=modes, known_era=known_era
+            spec,
+            handlers=handlers,
+            elicitation_modes=modes,
+            sampling_tools=tools,
+            known_era=known_era,
         )
     else:
         session = machine(spec)
@@ -423,11 +434,15 @@ class Cassette:
     @classmethod
     def from_lines(cls, lines: Iterable[str]) -> Cassette:
         """Read a recording (raises as ``read_recording`` does)."""
-        spec, handlers, modes, known_era, events = _read(lines)
+        spec, handlers, modes, tools, known_era, events = _read(lines)
         from ._session.machine import SessionMachine  # lazily: the machine imports this package
 
         machine = SessionMachine(
-            spec, handlers=handlers, elicitation_modes=modes, known_era=known_era
+            spec,
+            handlers=handlers,
+            elicitation_modes=modes,
+            sampling_tools=tools,
+            known_era=known_era,
         )
         wire = _Wire(spec.max_message_bytes)
         for event in events:

@@ -102,6 +102,7 @@ class Client:
         elicitation_modes: Iterable[str] = ("form",),
         elicitation_complete: CompletionCallback | None = None,
         sampling: Handler | None = None,
+        sampling_tools: bool = False,
         roots: Handler | None = None,
         authorize: AuthorizeCallback | None = None,
         token_store: TokenStore | None = None,
@@ -110,8 +111,11 @@ class Client:
         **fields: Unpack[SpecFields],
     ) -> None:
         """Raises ``InvalidSpec`` for a refused spec, ``NoHttpClient`` for an https URL on a
-        Python without ``ssl``, ``ValueError`` for impossible ``elicitation_modes``; nothing is
-        started. See ``Handler`` and ``CompletionCallback`` for the handlers.
+        Python without ``ssl``, ``ValueError`` for impossible ``elicitation_modes`` or for
+        ``sampling_tools`` without ``sampling``; nothing is started. See ``Handler`` and
+        ``CompletionCallback`` for the handlers. ``sampling_tools=True`` declares
+        ``sampling: {"tools": {}}`` (MCP 2025-11-25 client/sampling): the sampling handler
+        then also gets requests with ``tools`` and ``toolChoice`` (docs/server-requests.md).
 
         ``record="s.jsonl"`` writes the session's events there (docs/replay.md).
         ``replay="s.jsonl"`` answers every request from that recording instead of a server
@@ -164,6 +168,7 @@ class Client:
             record=record,
             handlers={m: h for m, h in given.items() if h is not None},
             elicitation_modes=elicitation_modes,
+            sampling_tools=sampling_tools,
             elicitation_complete=elicitation_complete,
             authorize=authorize,
             token_store=token_store,

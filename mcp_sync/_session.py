@@ -192,6 +192,7 @@ class Session:
         record: str | os.PathLike[str] | None,
         handlers: dict[str, Handler],
         elicitation_modes: Iterable[str],
+        sampling_tools: bool,
         elicitation_complete: CompletionCallback | None,
         authorize: AuthorizeCallback | None,
         token_store: TokenStore | None,
@@ -208,6 +209,7 @@ class Session:
             era_cache=_ERA_CACHE,
             handlers=[HANDLED_REQUESTS[method] for method in handlers],
             elicitation_modes=elicitation_modes,
+            sampling_tools=sampling_tools,
             **self._tokens.machine_keywords(spec, interactive=interactive),
         )
         self._browser = BrowserStep(spec, authorize, time.monotonic)
@@ -272,6 +274,7 @@ class Session:
                     record_file.write,
                     handlers=self.machine.handlers,
                     elicitation_modes=self.machine.elicitation_modes,
+                    sampling_tools=self.machine.sampling_tools,
                     known_era=self.machine.known_era,
                 )
             self._phase = "running"
@@ -644,7 +647,10 @@ Handler = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 """Answers one kind of server request, given its params: ``elicitation=`` gets
 ``elicitation/create`` (``message``, ``requestedSchema``) and returns an ElicitResult such as
 ``{"action": "accept", "content": {...}}``; ``sampling=`` gets ``sampling/createMessage`` and
-returns a CreateMessageResult; ``roots=`` gets ``roots/list`` and returns ``{"roots": [...]}``.
+returns a CreateMessageResult (with ``sampling_tools=True`` it may be given ``tools`` and
+answer with ``tool_use`` blocks; ``mcp_core.CreateMessageRequest.from_params(params)`` is the
+typed view of its params, docs/server-requests.md); ``roots=`` gets ``roots/list`` and
+returns ``{"roots": [...]}``.
 It runs in a thread of its own and may block (e.g. to ask a person). An exception becomes a
 -32603 answer.
 
@@ -679,14 +685,15 @@ logged at INFO."""
 
 
 def _answer(handler: Handler, action: HandleServerRequest) -> ServerRequestAnswered:
-    """Run the application's handler; its failure is the server's -32603, never ours."""
+    """Run the application's handler; its failure, or an answer that is no mapping, is the
+    server's -32603, never ours."""
     now = time.monotonic
     try:
-        result = handler(action.params)
+        result = dict(handler(action.params))
+        return ServerRequestAnswered(now=now(), handle=action.handle, result=result)
     except Exception as exc:
         _log.exception("the %s handler raised; the server gets an error", action.method)
         return ServerRequestAnswered(now=now(), handle=action.handle, failed=type(exc).__name__)
-    return ServerRequestAnswered(now=now(), handle=action.handle, result=dict(result))
 
 
 def _run(later: list[Callable[[], None]]) -> None:

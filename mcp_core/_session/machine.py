@@ -121,7 +121,6 @@ from .server_requests import (
     ServerRequests,
     answer_response,
     answered_requests,
-    checked_answer,
 )
 from .subscriptions import LISTEN, Subscriptions
 
@@ -157,6 +156,7 @@ class SessionMachine:
         era_cache: MutableMapping[str, str] | None = None,
         handlers: Iterable[str] = (),
         elicitation_modes: Iterable[str] = ("form",),
+        sampling_tools: bool = False,
         known_era: str | None = None,
         oauth: OAuthSettings | None = None,
         authorization: StoredAuthorization | None = None,
@@ -170,19 +170,23 @@ class SessionMachine:
         the handler then gets too (``mode``, ``url``, ``elicitationId``, ``message``). A
         request in another mode gets -32602. ``ValueError`` for an unknown or empty set of
         modes, or for modes other than form alone without an 'elicitation' handler.
+        ``sampling_tools`` declares ``sampling: {"tools": {}}`` (2025-11-25): the 'sampling'
+        handler (without one: ``ValueError``) then gets requests with tools (``sampling.py``).
 
         ``oauth`` (HTTP only, and not with an ``Authorization`` header in the spec): run the
         OAuth flow when the server asks for a token (``_auth/layer.py``), starting from the
         token store's ``authorization`` for this server if there is one. ``ValueError`` for
         either misuse."""
-        self.handlers, modes = answered_requests(handlers, elicitation_modes)
-        self.elicitation_modes = modes
+        self.handlers, modes = answered_requests(handlers, elicitation_modes, sampling_tools)
+        self.elicitation_modes, self.sampling_tools = modes, sampling_tools
         self.spec = spec
         self.now = 0.0
         self._phase = SessionPhase.NEW
         self._out: list[Action] = []
-        self._capabilities = client_capabilities(self.handlers, modes, spec.extensions)
-        self._asks = ServerRequests(self.handlers, modes, self._out)
+        self._capabilities = client_capabilities(
+            self.handlers, modes, sampling_tools, extensions=spec.extensions
+        )
+        self._asks = ServerRequests(self.handlers, modes, self._out, sampling_tools)
         http = spec.transport == "http"
         if oauth is not None and (not http or "authorization" in map(str.lower, spec.headers)):
             raise ValueError("oauth= is for url servers without an Authorization header")
@@ -474,10 +478,9 @@ class SessionMachine:
                 self.send(connection, rpc.notification("notifications/roots/list_changed", {}))
 
     def _on_server_request_answered(self, event: ServerRequestAnswered) -> None:
-        asker = self._asks.answered(event.handle)
+        asker, event, warning = self._asks.answered(event)
         if asker is None:
             return
-        event, warning = checked_answer(event)
         if warning is not None:
             self.log("WARNING", warning)
         connection, request_id = asker

@@ -7,6 +7,10 @@ declared the capability); anything else gets -32601. In the 2026-07-28 era the s
 can come inside a result (``input_required``): the session asks the same handlers through
 ``ask`` and gets the answers back from ``answered``.
 
+Sampling with tools (2025-11-25) is checked in ``sampling.py``: a request with tools the
+client did not declare, or a malformed one, gets -32602 and never reaches the handler; a
+handler's answer the server cannot take fails as a handler that raised.
+
 Bookkeeping kept here: which handle is which server request on which connection (an answer
 for a connection that is gone is dropped: it must not reach its successor), and the URL-mode
 elicitations the server may later report complete (2025-11-25).
@@ -22,6 +26,7 @@ from .._vocabulary.actions import Action, ElicitationComplete, HandleServerReque
 from .._vocabulary.events import ServerRequestAnswered
 from .._wire import jsonrpc as rpc
 from .._wire.json import unsendable
+from .sampling import answer_problem, request_problem
 
 __all__ = [
     "ELICITATION_MODES",
@@ -48,11 +53,11 @@ MAX_ELICITATIONS = 64
 
 
 def answered_requests(
-    handlers: Iterable[str], elicitation_modes: Iterable[str]
+    handlers: Iterable[str], elicitation_modes: Iterable[str], sampling_tools: bool = False
 ) -> tuple[frozenset[str], frozenset[str]]:
     """The handlers and elicitation modes a machine is given, checked: ``ValueError`` for an
-    unknown handler, an unknown or empty set of modes, or modes other than form alone without
-    an 'elicitation' handler."""
+    unknown handler, an unknown or empty set of modes, modes other than form alone without
+    an 'elicitation' handler, or ``sampling_tools`` without a 'sampling' handler."""
     handled = frozenset(handlers)
     unknown = handled - set(HANDLED_REQUESTS.values())
     if unknown:
@@ -62,19 +67,30 @@ def answered_requests(
         raise ValueError(f"elicitation_modes must be 'form', 'url' or both, got {sorted(modes)}")
     if modes != {"form"} and "elicitation" not in handled:
         raise ValueError("elicitation_modes needs an elicitation handler")
+    if sampling_tools and "sampling" not in handled:
+        raise ValueError("sampling_tools needs a sampling handler")
     return handled, modes
 
 
 class ServerRequests:
     """The server's questions in flight to the application, by handle."""
 
-    def __init__(self, handlers: Iterable[str], modes: Iterable[str], out: list[Action]) -> None:
+    def __init__(
+        self,
+        handlers: Iterable[str],
+        modes: Iterable[str],
+        out: list[Action],
+        sampling_tools: bool = False,
+    ) -> None:
         self.handlers = frozenset(handlers)
         self.modes = frozenset(modes)
+        self.sampling_tools = sampling_tools
         self._out = out
         self._next_handle = 0
         self._asked: dict[int, tuple[Connection, rpc.RequestId]] = {}  # handle -> who asked
         self._inputs: dict[int, tuple[int, str]] = {}  # handle -> (ticket, input key)
+        # handle -> the params of a sampling/createMessage, whose answer is checked by them
+        self._sampling: dict[int, Mapping[str, Any]] = {}
         # URL elicitations we were asked for and not yet told are complete (2025-11-25: the
         # client "MUST ignore notifications referencing unknown or already-completed IDs").
         self._elicitations: dict[str, None] = {}
@@ -104,6 +120,10 @@ class ServerRequests:
                 rpc.METHOD_NOT_FOUND,
                 f"Method not found: this client has no handler for {request.method}",
             )
+        if request.method == "sampling/createMessage":
+            problem = request_problem(request.params, self.sampling_tools)
+            if problem is not None:
+                return rpc.error_response(request.id, rpc.INVALID_PARAMS, problem)
         return None
 
     def ask_application(self, connection: Connection, request: rpc.Request) -> None:
@@ -112,24 +132,46 @@ class ServerRequests:
         if request.method == "elicitation/create" and isinstance(elicitation_id, str):
             self.expect_completion(elicitation_id)  # a URL-mode request
         self._asked[self._handle()] = (connection, request.id)
-        self._out.append(
-            HandleServerRequest(
-                handle=self._next_handle, method=request.method, params=request.params
-            )
-        )
+        self._hand_over(request.method, request.params)
 
     def ask_input(self, ticket: int, key: str, method: str, params: Mapping[str, Any]) -> None:
         """2026-07-28 ``input_required``: ask the handler for one input of a call."""
         self._inputs[self._handle()] = (ticket, key)
+        self._hand_over(method, params)
+
+    def _hand_over(self, method: str, params: Mapping[str, Any]) -> None:
+        if method == "sampling/createMessage":
+            self._sampling[self._next_handle] = params
         self._out.append(
             HandleServerRequest(handle=self._next_handle, method=method, params=params)
         )
 
-    def answered(self, handle: int) -> tuple[Connection, rpc.RequestId] | tuple[int, str] | None:
-        """Whom the answer with ``handle`` is for: the connection and request id that asked,
-        the (ticket, input key) of a call's input round, or None (dropped or unknown)."""
-        found = self._inputs.pop(handle, None)
-        return found if found is not None else self._asked.pop(handle, None)
+    def answered(
+        self, event: ServerRequestAnswered
+    ) -> tuple[
+        tuple[Connection, rpc.RequestId] | tuple[int, str] | None,
+        ServerRequestAnswered,
+        str | None,
+    ]:
+        """Whom the answer is for (the connection and request id that asked, the (ticket,
+        input key) of a call's input round, or None: dropped or unknown), the answer checked
+        (``checked_answer``; a sampling answer by ``sampling.answer_problem`` too), and a
+        warning to log when it was refused."""
+        params = self._sampling.pop(event.handle, None)
+        found = self._inputs.pop(event.handle, None)
+        asker = found if found is not None else self._asked.pop(event.handle, None)
+        if asker is None:
+            return None, event, None
+        event, warning = checked_answer(event)
+        problem = None
+        if params is not None and event.result is not None:
+            problem = answer_problem(event.result, params)
+        if problem is not None:
+            warning = f"the sampling handler's answer was refused: {problem}"
+            event = ServerRequestAnswered(
+                now=event.now, handle=event.handle, failed=f"its answer was refused ({problem})"
+            )
+        return asker, event, warning
 
     def cancelled(self, connection: Connection, request_id: object) -> None:
         """Legacy basic/utilities/cancellation: the server gave up a request it sent us; its
@@ -165,13 +207,18 @@ class ServerRequests:
         for ask in requests.values():
             method = ask.get("method") if isinstance(ask, dict) else None
             params = ask.get("params") if isinstance(ask, dict) else None
-            mode = elicitation_mode(params if isinstance(params, dict) else {})
+            params = params if isinstance(params, dict) else {}
+            mode = elicitation_mode(params)
             if HANDLED_REQUESTS.get(str(method)) not in self.handlers:
                 return f"the server asked for {str(method)[:60]!r}, which was not declared"
             if method == "elicitation/create" and mode not in self.modes:
                 # 2026-07-28: the server "MUST NOT" ask for what the request did not
                 # declare in its clientCapabilities.
                 return f"the server asked for {str(mode)[:20]!r} elicitation, not declared"
+            if method == "sampling/createMessage":
+                problem = request_problem(params, self.sampling_tools)
+                if problem is not None:
+                    return f"the server's sampling request: {problem}"
         return None
 
     def _handle(self) -> int:

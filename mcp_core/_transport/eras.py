@@ -63,6 +63,7 @@ class Handshake:
 def client_capabilities(
     handlers: Iterable[str],
     elicitation_modes: Iterable[str] = ("form",),
+    sampling_tools: bool = False,
     extensions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Declare exactly the features the application gave a handler for: a capability we
@@ -70,7 +71,8 @@ def client_capabilities(
     capabilities"). ``elicitation: {}`` means form mode only (2025-11-25 client/elicitation:
     "an empty capabilities object is equivalent to declaring support for form mode only"), so
     it is what a form-only handler declares, the shape every legacy version understands; any
-    other set of modes is named, e.g. ``{"form": {}, "url": {}}``.
+    other set of modes is named, e.g. ``{"form": {}, "url": {}}``. ``sampling_tools``:
+    ``sampling: {"tools": {}}`` (2025-11-25 client/sampling §Capabilities).
 
     ``extensions`` (the spec's) are declared as ``capabilities.extensions``, identifier ->
     settings (SEP-2133, 2026-07-28 basic/index §Extensions): on ``initialize`` (the 2025-11-25
@@ -81,6 +83,8 @@ def client_capabilities(
     modes = sorted(set(elicitation_modes))
     if "elicitation" in capabilities and modes != ["form"]:
         capabilities["elicitation"] = {mode: {} for mode in modes}
+    if sampling_tools and "sampling" in capabilities:
+        capabilities["sampling"] = {"tools": {}}
     if extensions:
         capabilities["extensions"] = {key: dict(value) for key, value in extensions.items()}
     return capabilities

@@ -91,6 +91,11 @@ MODELS = [
     "TextContent",
     "Tool",
     "UnknownContent",
+    # sampling/createMessage, typed (2025-11-25 sampling with tools)
+    "CreateMessageRequest",
+    "SamplingMessage",
+    "ToolResultContent",
+    "ToolUseContent",
     # the values of Status.state, .transport and .era
     "SessionEra",
     "SessionState",
