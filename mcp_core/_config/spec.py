@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from .._vocabulary.errors import InvalidSpec
 from .._vocabulary.status import SessionEra
 from .._vocabulary.urls import REDACTED, is_client_id_metadata_url, redact_url
+from .client_info import client_info_problem, redact_client_info
 
 __all__ = [
     "OAUTH_KEYS",
@@ -74,6 +75,7 @@ class GroupSpecFields(TypedDict, total=False):
     verify: bool | str
     cert: str | tuple[str, str] | None
     proxy: str | bool | None
+    client_info: Mapping[str, str]
 
 
 class SpecFields(GroupSpecFields, total=False):
@@ -174,6 +176,11 @@ class Spec:
     the message) on the first problem found. ``args`` may be given as a list and is stored as
     a tuple; ``env``, ``headers`` and ``prices`` are stored as read-only copies, so a spec
     never changes after it was checked.
+
+    ``client_info`` names the client to the server (``initialize``'s ``clientInfo``, and every
+    2026-07-28 request's ``_meta``): ``{"name": ..., "version": ..., "title": ...}``, name and
+    version required, title optional (MCP 2025-11-25 basic/lifecycle); empty, the default,
+    sends this client's own name and version.
     """
 
     name: str
@@ -203,6 +210,7 @@ class Spec:
     verify: bool | str = True
     cert: str | tuple[str, str] | None = None
     proxy: str | bool | None = None
+    client_info: Mapping[str, str] = field(default_factory=_empty)
 
     def __post_init__(self) -> None:
         try:
@@ -250,6 +258,11 @@ class Spec:
         if type(self.fail_fast) is not bool:
             raise _Problem(f"'fail_fast' must be true or false, got {_kind(self.fail_fast)}")
         self._set("prices", _check_prices(self.prices))
+        problem = client_info_problem(self.client_info)
+        if problem is not None:
+            raise _Problem(*problem)
+        info = {key: text for key, text in self.client_info.items() if text is not None}
+        self._set("client_info", MappingProxyType(info))
 
     def _check_network(self) -> None:
         """``verify``, ``cert`` and ``proxy``: HTTP only, paths that are paths, an http://
@@ -419,9 +432,6 @@ class Spec:
 # --- redaction -------------------------------------------------------------------------------
 
 
-
-
-
 def redact_mapping(mapping: Mapping[str, object]) -> dict[str, object]:
     """Redact a raw spec mapping, which may be invalid (this is what error messages show).
 
@@ -449,6 +459,8 @@ def redact_mapping(mapping: Mapping[str, object]) -> dict[str, object]:
             out[key] = _redact_paths(value)
         elif key == "oauth" and isinstance(value, Mapping):
             out[key] = {str(k): _redact_oauth(k, v) for k, v in value.items()}
+        elif key == "client_info" and isinstance(value, Mapping):
+            out[key] = redact_client_info(value)
         elif key == "prices" and isinstance(value, Mapping):
             out[key] = {str(k): v if _is_scalar(v) else REDACTED for k, v in value.items()}
         elif key in _PLAIN_FIELDS and isinstance(value, (str, int, float, bool)):

@@ -174,6 +174,11 @@ class Calls:
         self._withdrawn: set[int] = set()
 
     @property
+    def client_info(self) -> Mapping[str, str]:
+        """The spec's ``client_info``: what every modern request's ``_meta`` names us as."""
+        return self._spec.client_info
+
+    @property
     def tools(self) -> list[Tool] | None:
         """The tool list as last fetched (even past its ttlMs), None until fetched."""
         return self.lists["tools"].items
@@ -639,7 +644,7 @@ class Calls:
         assert connection.handshake is not None
         method = work.method
         if connection.handshake.era == "modern":
-            meta.update(modern_meta(self._capabilities))
+            meta.update(modern_meta(self._capabilities, self._spec.client_info))
             if self.log_level is not None:
                 meta[LOG_LEVEL_META] = self.log_level
             if method == "ping":
