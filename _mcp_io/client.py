@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from mcp_core import (
     CallToolResult,
     Event,
+    InvalidArguments,
     McpError,
     NoHttpClient,
     NotSupported,
@@ -41,6 +42,7 @@ from mcp_core.replay import read_recording
 __all__ = [
     "ProgressCallback",
     "Reservations",
+    "caller_meta",
     "client_keywords",
     "output_adapter",
     "publish",
@@ -172,6 +174,33 @@ def report(callback: ProgressCallback, update: ProgressUpdate, log: logging.Logg
         return
     if inspect.iscoroutine(result):
         result.close()  # async callbacks are not awaited; closing avoids a "never awaited" warning
+
+
+# The W3C trace context the client puts in a call's _meta (``_mcp_io/otel.py``).
+_TRACE_KEYS = ("traceparent", "tracestate")
+
+
+def caller_meta(
+    method: str, meta: Mapping[str, Any] | None, trace: Mapping[str, str] | None = None
+) -> Mapping[str, Any] | None:
+    """The ``_meta`` entries of a request: the caller's ``meta=`` and the trace context the
+    client adds to a call. A caller's ``traceparent`` or ``tracestate`` is refused
+    (``InvalidArguments``, nothing sent) on every request, whether tracing is configured or
+    not, so that the same code does not fail only where it is; the machine refuses the keys it
+    sets itself, and values JSON cannot carry."""
+    if meta is None:
+        return trace
+    if not isinstance(meta, Mapping):  # untyped code: the machine refuses it
+        return meta  # type: ignore[unreachable]
+    for key in _TRACE_KEYS:
+        if key in meta:
+            raise InvalidArguments(
+                method,
+                f"_meta[{key!r}]",
+                "is a key the client sets itself",
+                "trace context comes from OpenTelemetry when it is configured: docs/tracing.md",
+            )
+    return {**meta, **trace} if trace else meta
 
 
 def require_http_stack(spec: Spec) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from _mcp_io.client import ProgressCallback as ProgressCallback
 from _mcp_io.client import (
+    caller_meta,
     output_adapter,
     replaying_spec,
     require_http_stack,
@@ -245,12 +246,20 @@ class Client:
         return cast(Status, value)
 
     async def list_tools(
-        self, *, refresh: bool = False, timeout: float | None = None
+        self,
+        *,
+        refresh: bool = False,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> list[Tool]:
         """The server's tools, from the cache unless ``refresh``; raises ``McpError`` on
-        failure."""
+        failure. ``meta`` goes in each page's ``params._meta`` as for ``call_tool`` (a list
+        the cache answers sends nothing: pass ``refresh=True`` too to be sure it goes)."""
+        sent = caller_meta("tools/list", meta)
         value = await self._session.call(
-            lambda t: ListTools(now=time.monotonic(), ticket=t, refresh=refresh, timeout=timeout)
+            lambda t: ListTools(
+                now=time.monotonic(), ticket=t, refresh=refresh, timeout=timeout, meta=sent
+            )
         )
         return cast(list[Tool], value)
 
@@ -263,6 +272,7 @@ class Client:
         reservation: Reservation | None = None,
         progress: ProgressCallback | None = None,
         output_type: Any = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult:
         """Call tool ``name``; a tool's own failure is a result with ``is_error=True``. Raises
         ``McpError`` (``RequestTimeout``, ``ServerExited``, ``Busy``, ...) otherwise.
@@ -287,11 +297,18 @@ class Client:
         is missing or does not fit raises ``OutputValidationError`` (its ``path`` says where),
         a tool's own failure comes back as it is with ``data`` None. Without pydantic this
         raises ``ImportError`` before anything is sent.
+
+        ``meta`` (JSON values) goes in the request's ``params._meta`` beside what the client
+        puts there itself: a key of those (``progressToken``, any ``io.modelcontextprotocol/``
+        key, ``traceparent``, ``tracestate``) or a value JSON cannot carry raises
+        ``InvalidArguments`` with nothing sent. The other requests take ``meta`` the same way.
         """
         session = self._session
         session.check()  # another loop, a forked child: no span, nothing imported
         adapter = None if output_type is None else output_adapter(output_type)
-        meta, span = start_call_span(self.name, name, self._spec.transport)
+        caller_meta("tools/call", meta)  # refused before a span starts
+        trace, span = start_call_span(self.name, name, self._spec.transport)
+        sent = caller_meta("tools/call", meta, trace)
         reservations = session.reservations
         try:
             value = await session.call(
@@ -306,7 +323,7 @@ class Client:
                         timeout=timeout,
                         progress=progress is not None,
                         reservation=facts,
-                        meta=meta,
+                        meta=sent,
                     ),
                 ),
                 progress,
@@ -326,30 +343,46 @@ class Client:
     # ``InvalidResponse``, ...).
 
     async def list_resources(
-        self, *, refresh: bool = False, timeout: float | None = None
+        self,
+        *,
+        refresh: bool = False,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> list[Resource]:
         """The server's resources, every page; from the cache unless ``refresh`` (kept until
-        the server says the list changed, and no longer than a 2026-07-28 server's ``ttlMs``)."""
-        return cast(list[Resource], await self._list("resources", refresh, timeout))
+        the server says the list changed, and no longer than a 2026-07-28 server's ``ttlMs``).
+        ``meta`` as for ``list_tools``."""
+        return cast(list[Resource], await self._list("resources", refresh, timeout, meta))
 
     async def list_resource_templates(
-        self, *, refresh: bool = False, timeout: float | None = None
+        self,
+        *,
+        refresh: bool = False,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> list[ResourceTemplate]:
         """The server's resource templates, every page (cached like ``list_resources``)."""
         return cast(
-            list[ResourceTemplate], await self._list("resource_templates", refresh, timeout)
+            list[ResourceTemplate],
+            await self._list("resource_templates", refresh, timeout, meta),
         )
 
     async def list_prompts(
-        self, *, refresh: bool = False, timeout: float | None = None
+        self,
+        *,
+        refresh: bool = False,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> list[Prompt]:
         """The server's prompts, every page (cached like ``list_resources``)."""
-        return cast(list[Prompt], await self._list("prompts", refresh, timeout))
+        return cast(list[Prompt], await self._list("prompts", refresh, timeout, meta))
 
-    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+    async def read_resource(
+        self, uri: str, *, timeout: float | None = None, meta: Mapping[str, Any] | None = None
+    ) -> ReadResourceResult:
         """Read resource ``uri`` (a listed one, or a template filled in): its contents, text
         or ``blob`` bytes."""
-        value = await self._request("resources/read", {"uri": uri}, timeout)
+        value = await self._request("resources/read", {"uri": uri}, timeout, meta=meta)
         return cast(ReadResourceResult, value)
 
     async def get_prompt(
@@ -358,12 +391,14 @@ class Client:
         arguments: Mapping[str, str] | None = None,
         *,
         timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> GetPromptResult:
         """Prompt ``name`` filled in with ``arguments`` (strings): its messages."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return cast(GetPromptResult, await self._request("prompts/get", params, timeout))
+        value = await self._request("prompts/get", params, timeout, meta=meta)
+        return cast(GetPromptResult, value)
 
     async def complete(
         self,
@@ -373,6 +408,7 @@ class Client:
         *,
         context: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> Completion:
         """Values the server suggests for ``argument`` of a prompt or resource template
         (``ref``: ``{"type": "ref/prompt", "name": ...}``, ``{"type": "ref/resource",
@@ -380,7 +416,8 @@ class Client:
         (``value``) and the arguments already chosen (``context``); ``ValueError`` for another
         ``ref``."""
         params = completion_params(ref, argument, value, context)
-        return cast(Completion, await self._request("completion/complete", params, timeout))
+        completion = await self._request("completion/complete", params, timeout, meta=meta)
+        return cast(Completion, completion)
 
     async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
         """Ask the server to send its log messages at ``level`` and above (one of
@@ -398,12 +435,14 @@ class Client:
         params: Mapping[str, Any] | None = None,
         *,
         timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Send request ``method`` with ``params`` and return its result as received: for
         what this client has no method of its own for. ``ValueError`` for a method it does
         have one for (``tools/call``, the lists, subscriptions: their method says why), or a
         notification."""
-        return cast(dict[str, Any], await self._request(method, params, timeout, raw=True))
+        value = await self._request(method, params, timeout, raw=True, meta=meta)
+        return cast(dict[str, Any], value)
 
     # Agent Skills (the io.modelcontextprotocol/skills extension, SEP-2640; mcp_core.skills).
     # Each raises ``NotSupported`` before sending when the server did not declare the extension
@@ -494,10 +533,23 @@ class Client:
         (the parent's session is not this process's to report)."""
         return self._session.status()
 
-    async def _list(self, kind: str, refresh: bool, timeout: float | None) -> object:
+    async def _list(
+        self,
+        kind: str,
+        refresh: bool,
+        timeout: float | None,
+        meta: Mapping[str, Any] | None,
+    ) -> object:
+        method = kind.replace("resource_templates", "resources/templates") + "/list"
+        sent = caller_meta(method, meta)
         return await self._session.call(
             lambda t: ListItems(
-                now=time.monotonic(), ticket=t, kind=kind, refresh=refresh, timeout=timeout
+                now=time.monotonic(),
+                ticket=t,
+                kind=kind,
+                refresh=refresh,
+                timeout=timeout,
+                meta=sent,
             )
         )
 
@@ -507,7 +559,9 @@ class Client:
         params: Mapping[str, Any] | None,
         timeout: float | None,
         raw: bool = False,
+        meta: Mapping[str, Any] | None = None,
     ) -> object:
+        sent = caller_meta(method, meta)
         return await self._session.call(
             lambda t: Request(
                 now=time.monotonic(),
@@ -516,5 +570,6 @@ class Client:
                 params=params,
                 timeout=timeout,
                 raw=raw,
+                meta=sent,
             )
         )

@@ -94,8 +94,11 @@ def _to_json(value: object) -> object:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, object] = {"class": type(value).__name__}
         for f in dataclasses.fields(value):
-            if f.compare:  # not ``raw``: the wire object again, which the value already says
-                out[f.name] = _to_json(getattr(value, f.name))
+            field_value = getattr(value, f.name)
+            # Not ``raw`` (the wire object again, which the value already says), nor a field
+            # added later while it is at its default: recordings made before it stay the same.
+            if f.compare and not (f.metadata.get("added") and field_value == f.default):
+                out[f.name] = _to_json(field_value)
         return out
     if isinstance(value, Mapping):
         return {str(k): _to_json(v) for k, v in value.items()}

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from _mcp_io.client import ProgressCallback as ProgressCallback
 from _mcp_io.client import (
+    caller_meta,
     output_adapter,
     replaying_spec,
     require_http_stack,
@@ -242,12 +243,20 @@ class Client:
         return cast(Status, value)
 
     def list_tools(
-        self, *, refresh: bool = False, timeout: float | None = None
+        self,
+        *,
+        refresh: bool = False,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> list[Tool]:
         """The server's tools, from the cache unless ``refresh``; raises ``McpError`` on
-        failure."""
+        failure. ``meta`` goes in each page's ``params._meta`` as for ``call_tool`` (a list
+        the cache answers sends nothing: pass ``refresh=True`` too to be sure it goes)."""
+        sent = caller_meta("tools/list", meta)
         value = self._session.call(
-            lambda t: ListTools(now=time.monotonic(), ticket=t, refresh=refresh, timeout=timeout)
+            lambda t: ListTools(
+                now=time.monotonic(), ticket=t, refresh=refresh, timeout=timeout, meta=sent
+            )
         )
         return cast(list[Tool], value)
 
@@ -260,6 +269,7 @@ class Client:
         reservation: Reservation | None = None,
         progress: ProgressCallback | None = None,
         output_type: Any = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult:
         """Call tool ``name``; a tool's own failure is a result with ``is_error=True``. Raises
         ``McpError`` (``RequestTimeout``, ``ServerExited``, ``Busy``, ...) otherwise.
@@ -286,11 +296,18 @@ class Client:
         is missing or does not fit raises ``OutputValidationError`` (its ``path`` says where),
         a tool's own failure comes back as it is with ``data`` None. Without pydantic this
         raises ``ImportError`` before anything is sent.
+
+        ``meta`` (JSON values) goes in the request's ``params._meta`` beside what the client
+        puts there itself: a key of those (``progressToken``, any ``io.modelcontextprotocol/``
+        key, ``traceparent``, ``tracestate``) or a value JSON cannot carry raises
+        ``InvalidArguments`` with nothing sent. The other requests take ``meta`` the same way.
         """
         session = self._session
         session.check()  # a forked child: no span, nothing imported
         adapter = None if output_type is None else output_adapter(output_type)
-        meta, span = start_call_span(self.name, name, self._spec.transport)
+        caller_meta("tools/call", meta)  # refused before a span starts
+        trace, span = start_call_span(self.name, name, self._spec.transport)
+        sent = caller_meta("tools/call", meta, trace)
         reservations = session.reservations
         try:
             value = session.call(
@@ -305,7 +322,7 @@ class Client:
                         timeout=timeout,
                         progress=progress is not None,
                         reservation=facts,
-                        meta=meta,
+                        meta=sent,
                     ),
                 ),
                 progress,
@@ -325,30 +342,46 @@ class Client:
     # ``InvalidResponse``, ...).
 
     def list_resources(
-        self, *, refresh: bool = False, timeout: float | None = None
+        self,
+        *,
+        refresh: bool = False,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> list[Resource]:
         """The server's resources, every page; from the cache unless ``refresh`` (kept until
-        the server says the list changed, and no longer than a 2026-07-28 server's ``ttlMs``)."""
-        return cast(list[Resource], self._list("resources", refresh, timeout))
+        the server says the list changed, and no longer than a 2026-07-28 server's ``ttlMs``).
+        ``meta`` as for ``list_tools``."""
+        return cast(list[Resource], self._list("resources", refresh, timeout, meta))
 
     def list_resource_templates(
-        self, *, refresh: bool = False, timeout: float | None = None
+        self,
+        *,
+        refresh: bool = False,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> list[ResourceTemplate]:
         """The server's resource templates, every page (cached like ``list_resources``)."""
         return cast(
-            list[ResourceTemplate], self._list("resource_templates", refresh, timeout)
+            list[ResourceTemplate],
+            self._list("resource_templates", refresh, timeout, meta),
         )
 
     def list_prompts(
-        self, *, refresh: bool = False, timeout: float | None = None
+        self,
+        *,
+        refresh: bool = False,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> list[Prompt]:
         """The server's prompts, every page (cached like ``list_resources``)."""
-        return cast(list[Prompt], self._list("prompts", refresh, timeout))
+        return cast(list[Prompt], self._list("prompts", refresh, timeout, meta))
 
-    def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+    def read_resource(
+        self, uri: str, *, timeout: float | None = None, meta: Mapping[str, Any] | None = None
+    ) -> ReadResourceResult:
         """Read resource ``uri`` (a listed one, or a template filled in): its contents, text
         or ``blob`` bytes."""
-        value = self._request("resources/read", {"uri": uri}, timeout)
+        value = self._request("resources/read", {"uri": uri}, timeout, meta=meta)
         return cast(ReadResourceResult, value)
 
     def get_prompt(
@@ -357,12 +390,14 @@ class Client:
         arguments: Mapping[str, str] | None = None,
         *,
         timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> GetPromptResult:
         """Prompt ``name`` filled in with ``arguments`` (strings): its messages."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return cast(GetPromptResult, self._request("prompts/get", params, timeout))
+        value = self._request("prompts/get", params, timeout, meta=meta)
+        return cast(GetPromptResult, value)
 
     def complete(
         self,
@@ -372,6 +407,7 @@ class Client:
         *,
         context: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> Completion:
         """Values the server suggests for ``argument`` of a prompt or resource template
         (``ref``: ``{"type": "ref/prompt", "name": ...}``, ``{"type": "ref/resource",
@@ -379,7 +415,8 @@ class Client:
         (``value``) and the arguments already chosen (``context``); ``ValueError`` for another
         ``ref``."""
         params = completion_params(ref, argument, value, context)
-        return cast(Completion, self._request("completion/complete", params, timeout))
+        completion = self._request("completion/complete", params, timeout, meta=meta)
+        return cast(Completion, completion)
 
     def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
         """Ask the server to send its log messages at ``level`` and above (one of
@@ -397,12 +434,14 @@ class Client:
         params: Mapping[str, Any] | None = None,
         *,
         timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Send request ``method`` with ``params`` and return its result as received: for
         what this client has no method of its own for. ``ValueError`` for a method it does
         have one for (``tools/call``, the lists, subscriptions: their method says why), or a
         notification."""
-        return cast(dict[str, Any], self._request(method, params, timeout, raw=True))
+        value = self._request(method, params, timeout, raw=True, meta=meta)
+        return cast(dict[str, Any], value)
 
     # Agent Skills (the io.modelcontextprotocol/skills extension, SEP-2640; mcp_core.skills).
     # Each raises ``NotSupported`` before sending when the server did not declare the extension
@@ -493,10 +532,23 @@ class Client:
         (the parent's session is not this process's to report)."""
         return self._session.status()
 
-    def _list(self, kind: str, refresh: bool, timeout: float | None) -> object:
+    def _list(
+        self,
+        kind: str,
+        refresh: bool,
+        timeout: float | None,
+        meta: Mapping[str, Any] | None,
+    ) -> object:
+        method = kind.replace("resource_templates", "resources/templates") + "/list"
+        sent = caller_meta(method, meta)
         return self._session.call(
             lambda t: ListItems(
-                now=time.monotonic(), ticket=t, kind=kind, refresh=refresh, timeout=timeout
+                now=time.monotonic(),
+                ticket=t,
+                kind=kind,
+                refresh=refresh,
+                timeout=timeout,
+                meta=sent,
             )
         )
 
@@ -506,7 +558,9 @@ class Client:
         params: Mapping[str, Any] | None,
         timeout: float | None,
         raw: bool = False,
+        meta: Mapping[str, Any] | None = None,
     ) -> object:
+        sent = caller_meta(method, meta)
         return self._session.call(
             lambda t: Request(
                 now=time.monotonic(),
@@ -515,5 +569,6 @@ class Client:
                 params=params,
                 timeout=timeout,
                 raw=raw,
+                meta=sent,
             )
         )

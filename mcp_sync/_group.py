@@ -315,9 +315,11 @@ class ClientGroup:
         reservation: Reservation | None = None,
         progress: ProgressCallback | None = None,
         output_type: Any = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult:
         """Call the tool listed as ``name`` on its server, under the tool's own name;
-        ``timeout``, ``reservation``, ``progress`` and ``output_type`` are ``Client.call_tool``'s.
+        ``timeout``, ``reservation``, ``progress``, ``output_type`` and ``meta`` are
+        ``Client.call_tool``'s.
 
         Raises ``UnknownTool`` when no server has that name (nothing is sent); for a server
         that is down, that client's own error (``NotReady``, ``ConnectFailed``; for a server
@@ -333,6 +335,7 @@ class ClientGroup:
             reservation=reservation,
             progress=progress,
             output_type=output_type,
+            meta=meta,
         )
 
     def resolve(self, name: str) -> tuple[str, str] | None:

@@ -24,8 +24,18 @@ from urllib.parse import urlsplit
 
 from .._vocabulary.errors import InvalidSpec
 from .._vocabulary.status import SessionEra
-from .._vocabulary.urls import REDACTED, is_client_id_metadata_url, redact_url
+from .._vocabulary.urls import is_client_id_metadata_url
+from .client_info import client_info_problem
 from .extensions import check_extensions
+from .redaction import (
+    ENV_NAME,
+    HEADER_NAME,
+    OAUTH_KEYS,
+    OAUTH_TEXT,
+    TIMEOUT_FIELDS,
+    path_problem,
+    redact_mapping,
+)
 
 __all__ = [
     "OAUTH_KEYS",
@@ -76,6 +86,7 @@ class GroupSpecFields(TypedDict, total=False):
     cert: str | tuple[str, str] | None
     proxy: str | bool | None
     extensions: Mapping[str, Mapping[str, Any]]
+    client_info: Mapping[str, str]
 
 
 class SpecFields(GroupSpecFields, total=False):
@@ -85,52 +96,6 @@ class SpecFields(GroupSpecFields, total=False):
 
     name: str
     fail_fast: bool
-# What a spec's ``oauth`` mapping may hold (what ``.mcp.json`` can say about a
-# server's OAuth client), in the order messages list them.
-OAUTH_KEYS = (
-    "enabled",
-    "client_id",
-    "client_secret",
-    "scope",
-    "grant",
-    "redirect_port",
-    "client_metadata_url",
-    "key_file",
-    "key_id",
-    "timeout",
-    "allow_insecure_http",
-)
-_OAUTH_TEXT = ("client_id", "client_secret", "scope", "client_metadata_url", "key_file", "key_id")
-
-_TIMEOUT_FIELDS = (
-    "call_timeout",
-    "max_call_timeout",
-    "init_timeout",
-    "reconnect",
-    "max_backoff",
-    "probe_timeout",
-    "shutdown_grace",
-)
-# Fields whose values are kept by redaction (when they are plain scalars).
-_PLAIN_FIELDS = frozenset(
-    {
-        "name",
-        "command",
-        "cwd",
-        "concurrency",
-        "era",
-        "fail_fast",
-        "pool_size",
-        "queue_limit",
-        "max_message_bytes",
-        "max_list_pages",
-        "jitter_seed",
-        *_TIMEOUT_FIELDS,
-    }
-)
-# RFC 9110 §5.1: a field name is a token.
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_ENV_NAME = re.compile(r"[^=\x00]+")
 _GENERIC_HINT = "fix this field and build the spec again"
 
 
@@ -181,9 +146,13 @@ class Spec:
 
     Construction validates every field and raises ``InvalidSpec`` (with the spec redacted in
     the message) on the first problem found. ``args`` may be given as a list and is stored as
-    a tuple; ``env``, ``headers``, ``prices`` and ``extensions`` are stored as read-only
-    copies, so a spec
-    never changes after it was checked.
+    a tuple; ``env``, ``headers``, ``prices``, ``extensions`` and ``client_info`` are stored
+    as read-only copies, so a spec never changes after it was checked.
+
+    ``client_info`` names the client to the server (``initialize``'s ``clientInfo``, and every
+    2026-07-28 request's ``_meta``): ``{"name": ..., "version": ..., "title": ...}``, name and
+    version required, title optional (MCP 2025-11-25 basic/lifecycle); empty, the default,
+    sends this client's own name and version.
     """
 
     name: str
@@ -214,6 +183,7 @@ class Spec:
     cert: str | tuple[str, str] | None = None
     proxy: str | bool | None = None
     extensions: Mapping[str, Mapping[str, Any]] = field(default_factory=_empty)
+    client_info: Mapping[str, str] = field(default_factory=_empty)
 
     def __post_init__(self) -> None:
         try:
@@ -234,8 +204,8 @@ class Spec:
                 "keep 'command' for a local stdio server or 'url' for an HTTP server, not both",
             )
         self._set("args", _check_args(self.args))
-        self._set("env", _check_names(self.env, "env", _ENV_NAME))
-        self._set("headers", _check_names(self.headers, "headers", _TOKEN))
+        self._set("env", _check_names(self.env, "env", ENV_NAME))
+        self._set("headers", _check_names(self.headers, "headers", HEADER_NAME))
         if self.command is not None:
             _check_str(self.command, "command")
             if self.cwd is not None:
@@ -265,6 +235,11 @@ class Spec:
             self._set("extensions", check_extensions(self.extensions))
         except ValueError as exc:  # its message, then its hint when it has one
             raise _Problem(*exc.args) from None
+        problem = client_info_problem(self.client_info)
+        if problem is not None:
+            raise _Problem(*problem)
+        info = {key: text for key, text in self.client_info.items() if text is not None}
+        self._set("client_info", MappingProxyType(info))
 
     def _check_network(self) -> None:
         """``verify``, ``cert`` and ``proxy``: HTTP only, paths that are paths, an http://
@@ -301,7 +276,7 @@ class Spec:
                 raise _Problem(f"'proxy' {problem}", _PROXY_HINT)
 
     def _check_numbers(self) -> None:
-        for name in _TIMEOUT_FIELDS:
+        for name in TIMEOUT_FIELDS:
             value = getattr(self, name)
             seconds = _positive_seconds(value)
             if seconds is None:
@@ -434,88 +409,6 @@ def _frozen(value: object) -> object:
     if isinstance(value, list):
         return tuple(_frozen(item) for item in value)
     return value
-
-
-# --- redaction -------------------------------------------------------------------------------
-
-
-
-
-
-def redact_mapping(mapping: Mapping[str, object]) -> dict[str, object]:
-    """Redact a raw spec mapping, which may be invalid (this is what error messages show).
-
-    Secret-bearing fields are redacted whatever their shape; the values of unknown fields are
-    redacted too (a misspelt ``"header"`` field may well hold a token); other known fields are
-    kept when they are plain scalars. Invalid header or env names are not shown either: a
-    name like ``"Authorization: Bearer ..."`` is a value pasted into the wrong place.
-    """
-    out: dict[str, object] = {}
-    for raw_key, value in mapping.items():
-        key = str(raw_key)
-        if value is None:
-            out[key] = None
-        elif key in ("env", "headers"):
-            pattern = _ENV_NAME if key == "env" else _TOKEN
-            out[key] = _redact_names(value, pattern)
-        elif key == "args":
-            out[key] = [REDACTED] * len(value) if isinstance(value, (list, tuple)) else REDACTED
-        elif key == "url":
-            out[key] = redact_url(value) if isinstance(value, str) else REDACTED
-        elif key == "proxy":
-            # A proxy URL may hold the proxy's user name and password.
-            out[key] = redact_url(value) if isinstance(value, str) else _redact_scalar(value)
-        elif key in ("verify", "cert"):
-            out[key] = _redact_paths(value)
-        elif key == "oauth" and isinstance(value, Mapping):
-            out[key] = {str(k): _redact_oauth(k, v) for k, v in value.items()}
-        elif key == "extensions" and isinstance(value, Mapping):
-            # Declared to every server as they are (capabilities), so shown as they are.
-            out[key] = {str(k): dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
-        elif key == "prices" and isinstance(value, Mapping):
-            out[key] = {str(k): v if _is_scalar(v) else REDACTED for k, v in value.items()}
-        elif key in _PLAIN_FIELDS and isinstance(value, (str, int, float, bool)):
-            out[key] = value
-        else:
-            out[key] = REDACTED
-    return out
-
-
-def _redact_names(value: object, pattern: re.Pattern[str]) -> object:
-    if not isinstance(value, Mapping):
-        return REDACTED
-    return {
-        (k if isinstance(k, str) and pattern.fullmatch(k) else f"[invalid name #{i}]"): REDACTED
-        for i, k in enumerate(value)
-    }
-
-
-def _redact_oauth(key: object, value: object) -> object:
-    # The secret, and whatever sits under a key this client does not know (a misspelt
-    # "client_secert" holds a secret just the same), are never shown.
-    if value is None:
-        return None
-    if key == "client_secret" or key not in OAUTH_KEYS or not _is_scalar(value):
-        return REDACTED
-    return redact_url(value) if key == "client_metadata_url" and isinstance(value, str) else value
-
-
-def _redact_scalar(value: object) -> object:
-    return value if isinstance(value, bool) else REDACTED
-
-
-def _redact_paths(value: object) -> object:
-    # Paths are shown (they name files, like 'command'); text that is not a path (PEM text
-    # pasted in by mistake holds a private key) or values of another type are not.
-    if isinstance(value, str):
-        return value if _path_problem(value) is None else REDACTED
-    if isinstance(value, (list, tuple)):
-        return [_redact_paths(item) if isinstance(item, str) else REDACTED for item in value]
-    return _redact_scalar(value)
-
-
-def _is_scalar(value: object) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool))
 
 
 # --- validation helpers ----------------------------------------------------------------------
@@ -665,18 +558,8 @@ def proxy_url_problem(url: str) -> str | None:
     return None
 
 
-def _path_problem(path: str) -> str | None:
-    if not path.strip():
-        return "must be a non-empty path"
-    if "-----BEGIN" in path:
-        return "holds PEM text, not a path: save it to a file and give the file's path"
-    if any(not c.isprintable() for c in path):
-        return "contains a control character"
-    return None
-
-
 def _check_path(path: str, name: str) -> None:
-    problem = _path_problem(path)
+    problem = path_problem(path)
     if problem is not None:
         raise _Problem(f"{name!r} {problem}")
 
@@ -757,7 +640,7 @@ def _check_oauth(value: object, http: bool, headers: Mapping[str, str]) -> Mappi
             "keep the header (a static token) or 'oauth', not both; or set oauth['enabled'] "
             "to false",
         )
-    for name in _OAUTH_TEXT:
+    for name in OAUTH_TEXT:
         text = value.get(name)
         if text is not None and (not isinstance(text, str) or not text.strip() or "\x00" in text):
             got = _kind(text) if not isinstance(text, str) else "an empty string or a NUL"

@@ -139,14 +139,31 @@ class Requester(Requests, Protocol):
         """Stop waiting for ``request_id`` on the transport; True: tell the server too."""
 
 
+# The ``_meta`` keys the machine sets itself (2025-11-25 basic/utilities/progress; 2026-07-28
+# basic/index §_meta): a caller's entry would be overwritten, so it is refused instead.
+PROTOCOL_META = ("progressToken", "io.modelcontextprotocol/")
+
+
 def _unsendable(method: str, root: str, value: object, meta: object) -> InvalidArguments | None:
     """Refuse a request whose ``value`` (arguments or params) or ``_meta`` JSON cannot carry,
-    before it is admitted: encoded later, when a slot frees, it would fail in the middle of
-    another caller's answer, with a slot already taken."""
+    or whose ``_meta`` names a key of the protocol's, before it is admitted: encoded later,
+    when a slot frees, it would fail in the middle of another caller's answer, with a slot
+    already taken."""
+    if meta is not None and not isinstance(meta, Mapping):
+        return InvalidArguments(method, "_meta", "must be a mapping with str keys")
     for name, part in ((root, value), ("_meta", meta)):
         found = None if part is None else unsendable(part)
         if found is not None:
             return InvalidArguments(method, name + found[0], found[1])
+    for key in meta or ():
+        if key == PROTOCOL_META[0] or key.startswith(PROTOCOL_META[1]):
+            return InvalidArguments(
+                method,
+                f"_meta[{key[:80]!r}]",
+                "is a key the client sets itself",
+                "leave progressToken and io.modelcontextprotocol/ keys to the client: "
+                "progress= asks for progress",
+            )
     return None
 
 
@@ -182,6 +199,11 @@ class Calls:
         # Tickets of legacy subscribes an Unsubscribe of their URI overtook: their answer
         # must not subscribe again what the caller has since given up.
         self._withdrawn: set[int] = set()
+
+    @property
+    def client_info(self) -> Mapping[str, str]:
+        """The spec's ``client_info``: what every modern request's ``_meta`` names us as."""
+        return self._spec.client_info
 
     @property
     def tools(self) -> list[Tool] | None:
@@ -244,6 +266,10 @@ class Calls:
     def list_tools(self, event: ListTools | ListItems) -> None:
         """A caller asks for a list: from the cache while it is fresh, or from the server."""
         kind = event.kind if isinstance(event, ListItems) else "tools"
+        refusal = _unsendable(LISTS[kind][0], "params", None, event.meta)
+        if refusal is not None:
+            self._reply(event.ticket, error=refusal)
+            return
         cache = self.lists[kind]
         now = self._session.now
         if (
@@ -266,6 +292,7 @@ class Calls:
                 timeout=timeout,
                 deadline=now + timeout,
                 kind=kind,
+                meta=event.meta,
                 generation=cache.generation,
                 items=[],
                 cursors=set(),
@@ -649,7 +676,7 @@ class Calls:
         assert connection.handshake is not None
         method = work.method
         if connection.handshake.era == "modern":
-            meta.update(modern_meta(self._capabilities))
+            meta.update(modern_meta(self._capabilities, self._spec.client_info))
             if self.log_level is not None:
                 meta[LOG_LEVEL_META] = self.log_level
             if method == "ping":

@@ -127,9 +127,8 @@ class Opening:
                 else self._spec.probe_timeout
             )
             connection.probe_deadline = self._session.now + probe_wait
-            self._session.request(
-                connection, DISCOVER, discover_params(self._capabilities), DISCOVER
-            )
+            params = discover_params(self._capabilities, self._spec.client_info)
+            self._session.request(connection, DISCOVER, params, DISCOVER)
 
     def probe_expired(self, connection: Connection) -> None:
         """No answer to ``server/discover`` in time: a legacy server, so ``initialize``.
@@ -149,9 +148,8 @@ class Opening:
 
     def send_initialize(self, connection: Connection) -> None:
         connection.move(Step.INITIALIZE)
-        self._session.request(
-            connection, INITIALIZE, initialize_params(self._capabilities), INITIALIZE
-        )
+        params = initialize_params(self._capabilities, self._spec.client_info)
+        self._session.request(connection, INITIALIZE, params, INITIALIZE)
 
     def answered(self, connection: Connection, owner: str, response: rpc.Response) -> None:
         """The server answered ``server/discover`` or ``initialize`` (``owner``)."""

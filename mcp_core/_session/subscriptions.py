@@ -87,7 +87,7 @@ class Subscriptions:
         self._listening[connection.index] = (request_id, wanted)
 
     def _meta(self) -> dict[str, Any]:
-        meta = modern_meta(self._capabilities)
+        meta = modern_meta(self._capabilities, self._calls.client_info)
         if self._calls.log_level is not None:  # the stream's notifications/message too
             meta[LOG_LEVEL_META] = self._calls.log_level
         return meta

@@ -104,9 +104,12 @@ def server_extensions(handshake: Handshake) -> Mapping[str, Mapping[str, Any]]:
     }
 
 
-def initialize_params(capabilities: Mapping[str, Any]) -> dict[str, Any]:
-    """A roots handler also declares ``listChanged``: the client sends
-    ``notifications/roots/list_changed`` when told its roots changed (``RootsChanged``). The
+def initialize_params(
+    capabilities: Mapping[str, Any], client_info: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``client_info``: the spec's (``CLIENT_INFO`` when empty or None). A roots handler
+    also declares ``listChanged``: the client sends ``notifications/roots/list_changed``
+    when told its roots changed (``RootsChanged``). The
     2026-07-28 ``roots`` capability has no such flag (and no such notification)."""
     declared = dict(capabilities)
     if "roots" in declared:
@@ -114,21 +117,26 @@ def initialize_params(capabilities: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "protocolVersion": LATEST_LEGACY,
         "capabilities": declared,
-        "clientInfo": dict(CLIENT_INFO),
+        "clientInfo": dict(client_info or CLIENT_INFO),
     }
 
 
-def modern_meta(capabilities: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``_meta`` keys 2026-07-28 requires on every request (clientInfo is a SHOULD)."""
+def modern_meta(
+    capabilities: Mapping[str, Any], client_info: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The ``_meta`` keys 2026-07-28 requires on every request (clientInfo is a SHOULD;
+    ``client_info`` as for ``initialize_params``)."""
     return {
         _META + "protocolVersion": MODERN_VERSION,
         _META + "clientCapabilities": dict(capabilities),
-        _META + "clientInfo": dict(CLIENT_INFO),
+        _META + "clientInfo": dict(client_info or CLIENT_INFO),
     }
 
 
-def discover_params(capabilities: Mapping[str, Any]) -> dict[str, Any]:
-    return {"_meta": modern_meta(capabilities)}
+def discover_params(
+    capabilities: Mapping[str, Any], client_info: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    return {"_meta": modern_meta(capabilities, client_info)}
 
 
 def parse_initialize_result(result: Mapping[str, Any]) -> Handshake:

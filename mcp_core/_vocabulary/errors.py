@@ -370,17 +370,25 @@ class AuthorizationUnavailable(McpError):
 
 
 class InvalidArguments(McpError, TypeError, ValueError):
-    """The arguments (or params) of a request hold a value JSON cannot carry: a ``set``,
-    ``bytes``, a ``datetime``, an arbitrary object, NaN or an infinity, a cycle, or nesting
-    deeper than the client sends. Refused before the request is admitted: nothing was sent,
+    """The arguments (or params, or ``meta=``) of a request hold a value JSON cannot carry: a
+    ``set``, ``bytes``, a ``datetime``, an arbitrary object, NaN or an infinity, a cycle, or
+    nesting deeper than the client sends; or ``meta=`` names a key the client sets itself
+    (``progressToken``, an ``io.modelcontextprotocol/`` key, ``traceparent``, ``tracestate``).
+    Refused before the request is admitted: nothing was sent,
     no slot or queue place was taken, and no other caller is touched. Also a ``TypeError`` and
     a ``ValueError``, so code that caught the plain ones keeps working. ``path`` points at the
-    value (``arguments.items[2]``), ``problem`` says what is wrong with it."""
+    value (``arguments.items[2]``, ``_meta['progressToken']``), ``problem`` says what is wrong
+    with it, and ``hint`` what to do instead."""
 
-    def __init__(self, method: str, path: str, problem: str) -> None:
+    def __init__(self, method: str, path: str, problem: str, hint: str | None = None) -> None:
         super().__init__(
-            f"{method}: {path} {problem}; nothing was sent (pass only JSON values: dict with "
-            "str keys, list, str, int, finite float, bool, None)"
+            f"{method}: {path} {problem}; nothing was sent ("
+            + (
+                hint
+                or "pass only JSON values: dict with str keys, list, str, int, finite float, "
+                "bool, None"
+            )
+            + ")"
         )
         self.method = method
         self.path = path

@@ -112,6 +112,7 @@ class ListTools(Event):
     ticket: int
     refresh: bool = False
     timeout: float | None = None
+    meta: Mapping[str, Any] | None = None  # as CallTool.meta, on every page it fetches
 
     def __post_init__(self) -> None:
         if self.timeout is not None and self.timeout <= 0:
@@ -127,6 +128,7 @@ class ListItems(Event):
     kind: str
     refresh: bool = False
     timeout: float | None = None
+    meta: Mapping[str, Any] | None = None  # as CallTool.meta, on every page it fetches
 
     def __post_init__(self) -> None:
         if self.kind not in ("resources", "resource_templates", "prompts", "tools"):
@@ -219,9 +221,10 @@ class CallTool(Event):
     progress: bool = False
     # For a priced tool: ``mcp_core.driver.reservation_facts(reservation, fresh=...)``.
     reservation: Mapping[str, Any] | None = None
-    # Entries the driver adds to the request's ``params._meta`` on every round (W3C trace
-    # context: ``traceparent``, ``tracestate``). The protocol's own keys (``progressToken``,
-    # ``io.modelcontextprotocol/...``) win over them. Recorded like every field: no secrets.
+    # Entries added to the request's ``params._meta`` on every round: the caller's (``meta=``)
+    # and the driver's W3C trace context (``traceparent``, ``tracestate``). One of the keys the
+    # machine sets itself (``progressToken``, ``io.modelcontextprotocol/...``) is refused with
+    # ``InvalidArguments``, nothing sent. Recorded like every field: no secrets.
     meta: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:

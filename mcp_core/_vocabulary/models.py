@@ -2,7 +2,7 @@
 
 Parsing is hand-written and tolerant, for every protocol version from 2024-11-05 to
 2026-07-28: fields a later version added are optional, fields this
-client does not know (``icons``, ``execution``, ``size``, ...) are ignored, and a content block
+client does not know (``execution``, ...) are left in ``raw``, and a content block
 of an unknown ``type`` is kept as ``UnknownContent`` rather than failing the whole result. A
 required field that is missing or of the wrong type raises ``ValueError`` naming it; the
 machine turns that into ``InvalidResponse`` for the one request concerned.
@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .icons import Icon, icons_field, icons_from_wire, icons_to_wire
+
 __all__ = [
     "AudioContent",
     "CallToolResult",
@@ -32,6 +34,7 @@ __all__ = [
     "ContentBlock",
     "EmbeddedResource",
     "GetPromptResult",
+    "Icon",
     "ImageContent",
     "Prompt",
     "PromptArgument",
@@ -142,7 +145,10 @@ class Tool:
     output_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
-    # The tool exactly as listed, every field kept (``icons``, ``execution``, ...).
+    # 2025-11-25: the icons the server offers for it, entries that cannot be read dropped.
+    # Data only: ``Icon`` says what a host that renders them must check first.
+    icons: tuple[Icon, ...] = icons_field()
+    # The tool exactly as listed, every field kept (``execution``, ...).
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -161,12 +167,13 @@ class Tool:
             output_schema=_opt_obj(d, "outputSchema", what),  # 2025-06-18+
             annotations=_opt_obj(d, "annotations", what),  # 2025-03-26+
             meta=_opt_obj(d, "_meta", what),  # 2025-06-18+
+            icons=icons_from_wire(d.get("icons")),  # 2025-11-25
             raw=d,
         )
 
     def to_wire(self) -> dict[str, Any]:
         """The tool as MCP JSON (2025-11-25 schema, ``Tool``): the modelled fields only; what this
-        class does not model (``icons``, ``execution``, ...) is in ``raw``."""
+        class does not model (``execution``, ...) is in ``raw``."""
         return _wire(
             {"name": self.name},
             title=self.title,
@@ -174,6 +181,7 @@ class Tool:
             inputSchema=self.input_schema,
             outputSchema=self.output_schema,
             annotations=self.annotations,
+            icons=icons_to_wire(self.icons),
             _meta=self.meta,
         )
 
@@ -424,6 +432,7 @@ def _listed_fields(d: Mapping[str, Any], what: str) -> dict[str, Any]:
         "mime_type": _opt_str(d, "mimeType", what),
         "annotations": _opt_obj(d, "annotations", what),
         "meta": _opt_obj(d, "_meta", what),
+        "icons": icons_from_wire(d.get("icons")),
         "raw": d,
     }
 
@@ -441,6 +450,7 @@ class Resource:
     size: int | None = None
     annotations: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
+    icons: tuple[Icon, ...] = icons_field()  # 2025-11-25, as Tool.icons
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -468,6 +478,7 @@ class ResourceTemplate:
     mime_type: str | None = None
     annotations: Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
+    icons: tuple[Icon, ...] = icons_field()  # 2025-11-25, as Tool.icons
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -583,6 +594,7 @@ class Prompt:
     description: str | None = None
     arguments: tuple[PromptArgument, ...] = ()
     meta: Mapping[str, Any] | None = None
+    icons: tuple[Icon, ...] = icons_field()  # 2025-11-25, as Tool.icons
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -597,6 +609,7 @@ class Prompt:
             description=_opt_str(d, "description", what),
             arguments=tuple(PromptArgument.from_wire(item, name[:64]) for item in listed),
             meta=_opt_obj(d, "_meta", what),
+            icons=icons_from_wire(d.get("icons")),
             raw=d,
         )
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .icons import Icon, icons_from_wire
+
 __all__ = ["SessionEra", "SessionState", "Status", "TransportName"]
 
 # The values of ``Status.state``, ``.transport`` and ``.era`` (see ``Status``). A test keeps
@@ -19,7 +21,6 @@ __all__ = ["SessionEra", "SessionState", "Status", "TransportName"]
 SessionState = Literal["new", "starting", "initializing", "ready", "closed"]
 TransportName = Literal["stdio", "http", "sse", "unknown"]
 SessionEra = Literal["legacy", "modern"]
-
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +69,13 @@ class Status:
     @property
     def ready(self) -> bool:
         return self.state == "ready"
+
+    @property
+    def server_icons(self) -> tuple[Icon, ...]:
+        """The icons of ``server_info`` (2025-11-25 ``Implementation.icons``), typed; entries
+        that cannot be read are left out, and there are none before a session is ready. Data
+        only: ``Icon`` says what a host that renders them must check first."""
+        return icons_from_wire(self.server_info.get("icons")) if self.server_info else ()
 
     def __str__(self) -> str:
         """One line for a person: name, state, transport and era, work, tools, and the last

@@ -75,6 +75,7 @@ MODELS = [
     "CallToolResult",
     "Completion",
     "GetPromptResult",
+    "Icon",
     "Prompt",
     "PromptArgument",
     "PromptMessage",

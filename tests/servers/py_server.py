@@ -24,9 +24,14 @@ Tools:
             logger: "py-test-server"} on this call's own stream (legacy: unless below the
             connection's logging/setLevel level; modern: only if the call's _meta asks for
             "io.modelcontextprotocol/logLevel" at or below `level`)
+  whoami() -> JSON text {"client": the clientInfo the client gave (legacy: initialize's; modern:
+            this request's _meta), "meta": this request's params._meta as received}
   change_lists() -> "ok", after sending notifications/resources/list_changed,
             notifications/prompts/list_changed and notifications/tools/list_changed (the lists
             themselves do not change)
+
+Icons (2025-11-25): the server (serverInfo), echo, the simple prompt and test://static/hello
+  carry ICONS: one https PNG and one dark-theme data: SVG.
 
 Resources (resources/list pages 4 at a time, cursor opaque; 10 in all):
   test://static/hello     text "hello world", text/plain
@@ -62,6 +67,7 @@ limits (what this file works around).
 
 from __future__ import annotations
 
+import json
 import warnings
 import weakref
 from typing import Annotated, Any, Literal
@@ -83,6 +89,7 @@ from mcp_types import (
     CompletionContext,
     ElicitRequestURLParams,
     EmptyResult,
+    Icon,
     ListResourcesResult,
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
@@ -106,11 +113,15 @@ from pydantic import BaseModel, Field
 # purpose (legacy era, and the modern per-request opt-in), so the warnings are noise here.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
-server: MCPServer = MCPServer("py-test-server", version="1", log_level="WARNING")
+ICONS = [
+    Icon(src="https://example.com/icon.png", mime_type="image/png", sizes=["48x48"]),
+    Icon(src="data:image/svg+xml;base64,PHN2Zy8+", mime_type="image/svg+xml", theme="dark"),
+]
+server: MCPServer = MCPServer("py-test-server", version="1", log_level="WARNING", icons=ICONS)
 lowlevel = server._lowlevel_server  # the SDK's own Server: the only way to add these handlers
 
 
-@server.tool()
+@server.tool(icons=ICONS)
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
@@ -232,7 +243,7 @@ ITEM_IDS = [str(n) for n in range(1, 13)]
 counter = 0
 
 
-@server.resource(HELLO_URI, name="hello", mime_type="text/plain")
+@server.resource(HELLO_URI, name="hello", mime_type="text/plain", icons=ICONS)
 def hello() -> str:
     return "hello world"
 
@@ -321,6 +332,19 @@ async def bump(ctx: Context) -> int:
 
 
 @server.tool()
+def whoami(ctx: Context) -> str:
+    """The clientInfo the client gave and this request's _meta, as JSON text."""
+    request = ctx.request_context
+    meta = dict(request.meta or {})
+    if is_modern(ctx):
+        client = meta.get("io.modelcontextprotocol/clientInfo")
+    else:
+        given = connection_of(request.session).client_params
+        client = None if given is None else given.client_info.model_dump(exclude_none=True)
+    return json.dumps({"client": client, "meta": meta})
+
+
+@server.tool()
 async def change_lists(ctx: Context) -> str:
     """Announce that the resource, prompt and tool lists changed (they do not)."""
     await ctx.notify_resources_changed()  # modern subscriptions/listen streams
@@ -338,7 +362,7 @@ async def change_lists(ctx: Context) -> str:
 STYLES = {"casual": "Hey {name}!", "formal": "Good day, {name}.", "pirate": "Ahoy, {name}!"}
 
 
-@server.prompt()
+@server.prompt(icons=ICONS)
 def simple() -> str:
     """A prompt without arguments."""
     return "This is a simple prompt."

@@ -268,7 +268,7 @@ def test_py_http_server_legacy_modes(
     assert (mcp.session is not None) is has_session
     assert mcp.version == LEGACY
     assert mcp.tool_names() == {
-        *("echo", "add", "slow", "fail", "greet", "ask", "bump", "log", "change_lists"),
+        *("echo", "add", "slow", "fail", "greet", "ask", "bump", "log", "change_lists", "whoami"),
         *("connect_account", "needs_connection"),
     }
     assert text_of(mcp.call("echo", {"text": "hi"})) == "hi"

@@ -180,7 +180,7 @@ def test_py_server_legacy_handshake_and_tools(spawn: Spawn, py_server_argv: Argv
     assert set(peer.list_tool_names()) == {
         *("echo", "add", "slow", "fail", "greet"),
         *("connect_account", "needs_connection"),
-        *("bump", "log", "change_lists"),
+        *("bump", "log", "change_lists", "whoami"),
     }
     assert init["capabilities"] == {
         "completions": {},

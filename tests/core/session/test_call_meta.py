@@ -12,10 +12,12 @@ TRACE = {
 }
 
 
-def test_meta_goes_out_with_the_call_and_the_protocol_keys_win() -> None:
+def test_meta_goes_out_with_the_call_beside_the_protocol_keys() -> None:
     h = Harness(era="legacy")
     h.connect_legacy()
-    t = h.call("x", meta={**TRACE, "progressToken": "mine"}, progress=True)
+    refused = h.call("x", meta={**TRACE, "progressToken": "mine"}, progress=True)
+    assert isinstance(h.error(refused), core.InvalidArguments)  # never overwritten: refused
+    t = h.call("x", meta=TRACE, progress=True)
     sent = h.last_request("tools/call")
     assert sent["params"]["_meta"] == {**TRACE, "progressToken": sent["id"]}
     h.answer(sent["id"], TEXT_RESULT)

@@ -12,6 +12,7 @@ from mcp_core import (
     AudioContent,
     CallToolResult,
     EmbeddedResource,
+    Icon,
     ImageContent,
     ResourceLink,
     Status,
@@ -46,7 +47,7 @@ TOOLS: list[tuple[dict[str, Any], Tool]] = [
         },
         Tool(name="t", title="T", input_schema=SCHEMA, output_schema=SCHEMA, meta={"k": 1}),
     ),
-    # 2025-11-25 / 2026-07-28 extras this client does not model are ignored
+    # 2025-11-25 / 2026-07-28 extras this client does not model are ignored; icons are typed
     (
         {
             "name": "i",
@@ -54,7 +55,11 @@ TOOLS: list[tuple[dict[str, Any], Tool]] = [
             "icons": [{"src": "https://x/i.png"}],
             "execution": {"taskSupport": "optional"},
         },
-        Tool(name="i", input_schema={"type": "object", "additionalProperties": False}),
+        Tool(
+            name="i",
+            input_schema={"type": "object", "additionalProperties": False},
+            icons=(Icon(src="https://x/i.png"),),
+        ),
     ),
 ]
 

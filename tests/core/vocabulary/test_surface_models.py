@@ -10,6 +10,7 @@ import pytest
 from mcp_core import (
     Completion,
     GetPromptResult,
+    Icon,
     ImageContent,
     Prompt,
     PromptArgument,
@@ -107,6 +108,7 @@ def test_resource_template_from_wire() -> None:
         mime_type="text/plain",
         annotations={"priority": 1},
         meta={"m": 2},
+        icons=(Icon(src="https://x/i.png"),),
     )
     assert template.raw["icons"] == [{"src": "https://x/i.png"}]
     assert ResourceTemplate.from_wire({"uriTemplate": "db://{t}"}).name == "db://{t}"
@@ -191,14 +193,14 @@ def test_read_resource_result_refused(wire: object, message: str) -> None:
 @pytest.mark.parametrize(
     ("parse", "wire", "kept"),
     [
-        (Resource.from_wire, {"uri": "u", "name": "n", "icons": [1]}, "icons"),
+        (Resource.from_wire, {"uri": "u", "name": "n", "x-extra": [1]}, "x-extra"),
         (ResourceTemplate.from_wire, {"uriTemplate": "t", "x-extra": True}, "x-extra"),
         (
             ResourceContents.from_wire,
             {"uri": "u", "text": "t", "lastModified": "now"},
             "lastModified",
         ),
-        (Prompt.from_wire, {"name": "p", "icons": []}, "icons"),
+        (Prompt.from_wire, {"name": "p", "x-extra": []}, "x-extra"),
         (Tool.from_wire, {"name": "t", "inputSchema": {}, "execution": {}}, "execution"),
     ],
 )

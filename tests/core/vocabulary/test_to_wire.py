@@ -21,6 +21,7 @@ from mcp_core import (
     CallToolResult,
     EmbeddedResource,
     GetPromptResult,
+    Icon,
     ImageContent,
     PromptMessage,
     ReadResourceResult,
@@ -88,8 +89,16 @@ unknown = st.builds(
 )
 blocks = texts | images | audios | links | embedded | unknown
 
+icons = st.builds(
+    Icon,
+    src=st.text(max_size=10),
+    mime_type=maybe_text,
+    sizes=st.none() | st.lists(st.text(max_size=5), max_size=2).map(tuple),
+    theme=st.none() | st.sampled_from(["light", "dark"]),
+)
 tools = st.builds(
     Tool,
+    icons=st.lists(icons, max_size=2).map(tuple),
     name=st.text(max_size=10),
     input_schema=objects,
     description=maybe_text,
@@ -191,6 +200,10 @@ WIRE: list[tuple[dict[str, Any], Callable[[object], Any], type[pydantic.BaseMode
             "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
             "outputSchema": {"type": "object"},
             "annotations": {"readOnlyHint": True},
+            "icons": [
+                {"src": "https://x/i.png", "mimeType": "image/png", "sizes": ["48x48"]},
+                {"src": "data:image/svg+xml;base64,PHN2Zy8+", "theme": "dark"},
+            ],
             "_meta": {"k": 1},
         },
         Tool.from_wire,
@@ -286,9 +299,10 @@ def test_unknown_content_keeps_what_the_server_sent() -> None:
 
 
 def test_tool_to_wire_leaves_out_what_it_does_not_model() -> None:
-    tool = Tool.from_wire({"name": "t", "inputSchema": {"type": "object"}, "icons": [{"src": "x"}]})
+    wire = {"name": "t", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "no"}}
+    tool = Tool.from_wire(wire)
     assert tool.to_wire() == {"name": "t", "inputSchema": {"type": "object"}}
-    assert tool.raw["icons"] == [{"src": "x"}]
+    assert tool.raw["execution"] == {"taskSupport": "no"}
 
 
 def test_call_tool_result_to_wire_leaves_out_data() -> None:
