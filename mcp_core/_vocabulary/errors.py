@@ -285,7 +285,8 @@ class MissingClientCapability(JsonRpcError):
     """The server answered -32021 (MissingRequiredClientCapability, 2026-07-28 basic/index
     §Error Codes): the request needs client capabilities this client did not declare.
     ``extensions`` names the extensions among them (``data.requiredCapabilities.extensions``,
-    SEP-2133) and ``capabilities`` the other capabilities; ``str(error)`` names both and says
+    SEP-2133) and ``capabilities`` the other capabilities (``"sampling.tools"`` for
+    ``{"sampling": {"tools": {}}}``); ``str(error)`` names both and says
     how to declare an extension. ``message`` is the server's own."""
 
     CODE = -32021
@@ -295,7 +296,16 @@ class MissingClientCapability(JsonRpcError):
         required = required if isinstance(required, dict) else {}
         listed = required.get("extensions")
         self.extensions = tuple(str(k)[:100] for k in listed) if isinstance(listed, dict) else ()
-        self.capabilities = tuple(str(k)[:100] for k in required if k != "extensions")
+        # One level down where the server names one: {"sampling": {"tools": {}}} is
+        # "sampling.tools", what the client must declare.
+        self.capabilities = tuple(
+            f"{str(key)[:100]}.{str(sub)[:100]}"
+            if isinstance(inner, dict) and inner
+            else str(key)[:100]
+            for key, inner in required.items()
+            if key != "extensions"
+            for sub in (inner if isinstance(inner, dict) and inner else (None,))
+        )
         named = [*(f"extension {e}" for e in self.extensions), *self.capabilities]
         what = ", ".join(named) if named else "capabilities it did not name"
         advice = (

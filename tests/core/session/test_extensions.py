@@ -104,7 +104,13 @@ def test_a_missing_required_capability_names_the_extension() -> None:
     h.connect_http_modern()
     ticket = h.call("research", {})
     post = h.request("tools/call")
-    data = {"requiredCapabilities": {"extensions": {TASKS: {}}, "sampling": {}}}
+    data = {
+        "requiredCapabilities": {
+            "extensions": {TASKS: {}},
+            "roots": {},
+            "sampling": {"tools": {}, "context": {}},
+        }
+    }
     h.respond(
         post,
         400,
@@ -121,11 +127,13 @@ def test_a_missing_required_capability_names_the_extension() -> None:
     error = h.error(ticket)
     assert isinstance(error, core.MissingClientCapability)
     assert isinstance(error, core.JsonRpcError) and error.code == -32021
-    assert error.extensions == (TASKS,) and error.capabilities == ("sampling",)
+    assert error.extensions == (TASKS,)
+    assert error.capabilities == ("roots", "sampling.tools", "sampling.context")
     assert error.message == "Missing required client capability"
     assert str(error) == (
         "the server requires what this client did not declare (extension "
-        "io.modelcontextprotocol/tasks, sampling); declare an extension the client supports "
+        "io.modelcontextprotocol/tasks, roots, sampling.tools, sampling.context); declare an "
+        "extension the client supports "
         "with extensions={identifier: settings}"
     )
 
