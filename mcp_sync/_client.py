@@ -445,7 +445,7 @@ class Client:
 
     # Agent Skills (the io.modelcontextprotocol/skills extension, SEP-2640; mcp_core.skills).
     # Each raises ``NotSupported`` before sending when the server did not declare the extension
-    # (in ``status().capabilities["extensions"]``). Nothing is read on connect or listing.
+    # (``status().extensions``). Nothing is read on connect or listing.
 
     def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
         """The server's skills, every page of ``skills/list`` (``timeout`` per page), never
