@@ -77,6 +77,12 @@ def test_resources_json(surface_config: Path) -> None:
         "name": "hello",
         "mimeType": "text/plain",
         "description": "",
+        # The server's icons for it, as it sent them (tests/servers/py_server.py's ICONS).
+        "icons": [
+            {"src": "https://example.com/icon.png", "mimeType": "image/png", "sizes": ["48x48"]},
+            {"src": "data:image/svg+xml;base64,PHN2Zy8+", "mimeType": "image/svg+xml"}
+            | {"theme": "dark"},
+        ],
     }
     assert {r["server"] for r in listed["resources"]} == {"everything", "py-sdk"}
     templates = {(t["server"], t["uriTemplate"]) for t in listed["templates"]}
