@@ -42,12 +42,14 @@ from functools import cache
 from typing import Any, Protocol
 
 from ._config.spec import Spec
+from ._transport.http_parts import content_type, parse_json_body
 from ._vocabulary import events as _events
 from ._vocabulary.actions import CREDENTIAL_HEADERS, Action, StartHttp, WriteStdin
 from ._vocabulary.errors import McpError
 from ._vocabulary.events import AuthorizationRedirected, Event
 from ._vocabulary.urls import REDACTED, redact_url
 from ._wire import jsonrpc as rpc
+from ._wire.framing import LineDecoder, Message
 from ._wire.sse import SseDecoder, SseEvent
 
 __all__ = [
@@ -502,12 +504,12 @@ class _Wire:
     actions), and the server's answers and progress (from the events)."""
 
     def __init__(self, max_message_bytes: int) -> None:
-        self._limit = max_message_bytes  # an SSE event beyond it was discarded live too
+        self._limit = max_message_bytes  # a message beyond it was discarded live too
         self._requests: dict[object, tuple[str, object]] = {}  # id -> method, params
         self._tokens: dict[object, object] = {}  # progress token -> request id
         self._answers: dict[object, Mapping[str, Any]] = {}  # request id -> result or error
         self._progress: dict[object, list[Mapping[str, Any]]] = {}
-        self._stdout: dict[tuple[int, int], bytearray] = {}  # (slot, generation) -> bytes
+        self._stdout: dict[tuple[int, int], LineDecoder] = {}  # (slot, generation) -> lines
         self._streams: dict[int, SseDecoder | bytearray] = {}  # HTTP stream -> body so far
 
     def sent(self, action: Action) -> None:
@@ -530,16 +532,15 @@ class _Wire:
 
     def received(self, event: Event) -> None:
         if isinstance(event, _events.StdoutReceived):
-            buffer = self._stdout.setdefault((event.slot, event.generation), bytearray())
-            buffer += event.data
-            *lines, rest = buffer.split(b"\n")
-            buffer[:] = rest
-            for line in lines:
-                self._incoming(_json(line))
+            key = (event.slot, event.generation)
+            lines = self._stdout.get(key)
+            if lines is None:
+                lines = self._stdout[key] = LineDecoder(self._limit)
+            for line in lines.feed(event.data):
+                if isinstance(line, Message) and isinstance(line.payload, dict):
+                    self._incoming(line.payload)
         elif isinstance(event, _events.HttpResponseStarted):
-            sse = "text/event-stream" in dict((k.lower(), v.lower()) for k, v in event.headers).get(
-                "content-type", ""
-            )
+            sse = content_type(event.headers) == "text/event-stream"
             self._streams[event.stream] = SseDecoder(self._limit) if sse else bytearray()
         elif isinstance(event, _events.HttpBodyReceived) and event.stream in self._streams:
             body = self._streams[event.stream]
@@ -552,7 +553,7 @@ class _Wire:
         elif isinstance(event, _events.HttpResponseEnded) and event.stream in self._streams:
             ended = self._streams.pop(event.stream)
             if isinstance(ended, bytearray):
-                self._incoming(_json(ended))
+                self._incoming(_json(bytes(ended)))
 
     def _incoming(self, message: Mapping[str, Any] | None) -> None:
         if message is None:
@@ -582,10 +583,7 @@ class _Wire:
         return found
 
 
-def _json(data: bytes | bytearray) -> dict[str, Any] | None:
+def _json(data: bytes) -> dict[str, Any] | None:
     """``data`` as a JSON object, or None (not JSON, or not an object)."""
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None
+    value = parse_json_body(data)
     return value if isinstance(value, dict) else None
