@@ -17,6 +17,7 @@ import functools
 import inspect
 import logging
 import os
+import re
 import sys
 import threading
 import weakref
@@ -46,6 +47,7 @@ __all__ = [
     "client_keywords",
     "output_adapter",
     "publish",
+    "recording_file",
     "recording_files",
     "replaying_spec",
     "report",
@@ -257,22 +259,31 @@ def replaying_spec(
     )
 
 
+_UNSAFE_IN_FILE_NAMES = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def recording_file(directory: str | os.PathLike[str], server: str) -> str:
+    """Where a group keeps the recording of ``server`` (its key in the group's specs) in
+    ``directory``: ``<server>.jsonl``, each run of characters other than ASCII letters,
+    digits, ``_``, ``.`` and ``-`` made one ``_``. ``mcp_pytest`` names files the same way."""
+    return os.path.join(directory, f"{_UNSAFE_IN_FILE_NAMES.sub('_', server)}.jsonl")
+
+
 def recording_files(
     record: str | os.PathLike[str] | None, replay: str | os.PathLike[str] | None
 ) -> Callable[[str], tuple[str | None, str | None]]:
     """A group's ``record=`` or ``replay=`` directory, as each client's ``(record, replay)``
-    keywords: ``DIRECTORY/<server>.jsonl``, the server name made safe for a file name.
-    Recording makes the directory; ``ValueError`` for both at once."""
+    keywords (``recording_file``). Recording makes the directory; ``ValueError`` for both at
+    once."""
     if record is not None and replay is not None:
         raise ValueError("record= and replay= together: a group records or replays")
     if record is not None:
         os.makedirs(record, exist_ok=True)
 
     def files(name: str) -> tuple[str | None, str | None]:
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
         return (
-            None if record is None else os.path.join(record, f"{safe}.jsonl"),
-            None if replay is None else os.path.join(replay, f"{safe}.jsonl"),
+            None if record is None else recording_file(record, name),
+            None if replay is None else recording_file(replay, name),
         )
 
     return files

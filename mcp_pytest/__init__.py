@@ -37,6 +37,7 @@ import pytest
 
 import mcp_asyncio
 import mcp_sync
+from _mcp_io.client import recording_file
 from mcp_core import Spec
 
 __all__ = ["Recordings", "mcp_recordings"]
@@ -85,7 +86,7 @@ class Recordings:
 
     def path(self, name: str) -> Path:
         """The recording of the server ``name``."""
-        return self.directory / f"{_UNSAFE.sub('_', name)}.jsonl"
+        return Path(recording_file(self.directory, name))  # as a group names it
 
     def replaying(self, name: str) -> bool:
         """Whether the server ``name`` is answered from its recording. In ``'replay'`` mode a

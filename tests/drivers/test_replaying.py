@@ -13,6 +13,7 @@ import pytest
 
 import mcp_core as core
 import mcp_sync
+from mcp_pytest import Recordings
 from tests.conftest import everything_argv, py_server_argv
 from tests.drivers.facade import Facade
 from tests.drivers.test_group import Group
@@ -34,9 +35,7 @@ async def _session(c: Facade) -> tuple[list[str], str, str, list[float]]:
     return tools, total, long.text, seen
 
 
-async def test_a_stdio_session_replays_through_the_real_client(
-    driver: str, tmp_path: Path
-) -> None:
+async def test_a_stdio_session_replays_through_the_real_client(driver: str, tmp_path: Path) -> None:
     path = tmp_path / "everything.jsonl"
     with anyio.fail_after(60):
         command, *args = everything_argv()
@@ -85,6 +84,20 @@ async def test_a_group_records_one_file_per_server_and_replays_them(
             "sdk.jsonl",
         ]
         assert await ask(Group(driver, specs, replay=tmp_path / "rec")) == live
+
+
+def test_the_plugin_finds_the_file_a_group_records_whatever_the_server_name(
+    tmp_path: Path,
+) -> None:
+    # Names a file system would mangle: the plugin must look where the group wrote, or a
+    # group of such servers would never replay.
+    names = ["my  server", "dé/v"]
+    specs = {name: {"command": py_server_argv()[0], "args": py_server_argv()[1:]} for name in names}
+    with mcp_sync.ClientGroup(specs, record=tmp_path) as group:
+        assert (group.call_tool("mcp__my_server__echo", {"text": "x"})).text == "x"
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == sorted(Recordings(tmp_path, "auto").path(n).name for n in names)
+    assert written == ["d_v.jsonl", "my_server.jsonl"]
 
 
 def test_the_recordings_name_and_prices_are_the_defaults() -> None:
