@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import stat
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -23,6 +22,7 @@ from mcp_core.driver import token_store_key
 from tests.cli.test_cli import run
 from tests.conftest import py_server_argv
 from tests.drivers import test_oauth_drivers
+from tests.servers.fake_browser import browser
 from tests.servers.http_fault_server import HttpFaultServer
 from tests.servers.http_oauth_server import OAuthServer
 
@@ -322,47 +322,6 @@ def test_no_token_code_or_secret_is_printed_even_with_debug_logs(
 
 
 # --- the real browser step ------------------------------------------------------------------
-
-_BROWSER = """\
-#!{python}
-# A user's browser, headless: it detaches (webbrowser waits for its BROWSER program to exit,
-# while the command's listener only answers once it waits), then visits the authorization
-# URL and goes where it is redirected ("follow"), or comes back refusing ("deny").
-import http.client, os, sys
-from urllib.parse import parse_qsl, urlencode, urlsplit
-
-if os.fork():
-    sys.exit(0)
-quiet = os.open(os.devnull, os.O_RDWR)  # the command's pipes are not held open
-for fd in (0, 1, 2):
-    os.dup2(quiet, fd)
-
-def get(url):
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=20)
-    connection.request("GET", parts.path + "?" + parts.query)
-    response = connection.getresponse()
-    response.read()
-    return response.getheader("location")
-
-url = sys.argv[1]
-if {mode!r} == "follow":
-    get(get(url))
-else:
-    query = dict(parse_qsl(urlsplit(url).query))
-    issuer = urlsplit(url)._replace(path="", query="").geturl()
-    refusal = {{"error": "access_denied", "state": query["state"], "iss": issuer}}
-    get(query["redirect_uri"] + "?" + urlencode(refusal))
-os._exit(0)
-"""
-
-
-def browser(tmp_path: Path, mode: str) -> str:
-    path = tmp_path / f"browser-{mode}"
-    path.write_text(_BROWSER.format(python=sys.executable, mode=mode))
-    path.chmod(0o755)
-    return str(path)
-
 
 def test_the_browser_step_prints_the_url_and_takes_the_redirect_on_its_listener(
     server: OAuthServer,

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import json
 import stat
-import sys
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT, node_bin
 from tests.examples.doc_blocks import Block, blocks, mypy_strict, run_block
+from tests.servers.fake_browser import browser as fake_browser
 from tests.servers.http_peers import HttpPeer
 
 README = REPO_ROOT / "README.md"
@@ -112,32 +112,6 @@ def test_remote(peer: str, request: pytest.FixtureRequest, tmp_path: Path) -> No
     assert tool in ast.literal_eval(out[1])
 
 
-_BROWSER = """\
-#!{python}
-# A user's browser, headless: it detaches (webbrowser waits for its BROWSER program to exit,
-# while the client's redirect listener answers only once it waits), visits the authorization
-# URL and goes where it is redirected: the client's listener on 127.0.0.1.
-import http.client, os, sys
-from urllib.parse import urlsplit
-
-if os.fork():
-    sys.exit(0)
-quiet = os.open(os.devnull, os.O_RDWR)
-for fd in (0, 1, 2):
-    os.dup2(quiet, fd)
-
-def get(url):
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=20)
-    connection.request("GET", parts.path + "?" + parts.query)
-    response = connection.getresponse()
-    response.read()
-    return response.getheader("location")
-
-get(get(sys.argv[1]))
-os._exit(0)
-"""
-
 _NO_BROWSER = """\
 #!/bin/sh
 # Stands for a browser that must not be needed: it leaves a trace and fails.
@@ -164,7 +138,7 @@ def test_oauth(py_auth_server: Callable[..., HttpPeer], tmp_path: Path) -> None:
     block = readme_block("oauth")
     replace = {"https://notes.example.com/mcp": peer.url}
     data = tmp_path / "data"
-    browser = _program(tmp_path / "browser", _BROWSER.format(python=sys.executable))
+    browser = fake_browser(tmp_path, "follow")
     env = {"XDG_DATA_HOME": str(data), "BROWSER": browser}
 
     out = run_block(block, tmp_path, replace=replace, env=env)
