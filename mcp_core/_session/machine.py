@@ -65,9 +65,7 @@ from .._transport.eras import (
     client_capabilities,
     server_extensions,
 )
-from .._transport.http import HttpTransport
 from .._transport.jitter import Jitter, backoff_delay
-from .._transport.stdio import StdioTransport
 from .._vocabulary.actions import Action, Log, Reply
 from .._vocabulary.errors import (
     ConnectFailed,
@@ -123,8 +121,9 @@ from .server_requests import (
     answered_requests,
 )
 from .subscriptions import LISTEN, Subscriptions
+from .transports import build_transport
 
-if TYPE_CHECKING:  # the OAuth layer is imported when a machine needs it
+if TYPE_CHECKING:  # the OAuth layer is imported when a machine needs it (transports.py)
     from .._auth.layer import AuthEvent, Authorization
 
 __all__ = [
@@ -188,8 +187,6 @@ class SessionMachine:
         )
         self._asks = ServerRequests(self.handlers, modes, self._out, sampling_tools)
         http = spec.transport == "http"
-        if oauth is not None and (not http or "authorization" in map(str.lower, spec.headers)):
-            raise ValueError("oauth= is for url servers without an Authorization header")
         pooled = spec.concurrency == "pooled"
         self._connections = [Connection(index=i) for i in range(spec.pool_size if pooled else 1)]
         # stdio's window never depends on the era: one number, not a lookup per call.
@@ -201,25 +198,11 @@ class SessionMachine:
             self._out,
         )
         self._transport: Transport
-        self._http: SseTransport | None = None  # the transport again, when it is HTTP
-        self._auth: Authorization | None = None
-        if not http:
-            self._transport = StdioTransport(spec, self._connections, self, self._out)
-        elif oauth is None:
-            self._transport = self._http = HttpTransport(
-                spec, self._connections, self, self._out
-            )
-        else:
-            from .._auth.layer import Authorization
-
-            self._transport = self._http = self._auth = Authorization(
-                spec,
-                HttpTransport(spec, self._connections, self, self._out),
-                self,
-                self._out,
-                oauth,
-                authorization,
-            )
+        self._http: SseTransport | None  # the transport again, when it is HTTP
+        self._auth: Authorization | None
+        self._transport, self._http, self._auth = build_transport(
+            spec, self._connections, self, self._out, oauth, authorization
+        )
         self._opening = Opening(
             spec,
             self._transport,
