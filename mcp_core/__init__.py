@@ -72,6 +72,7 @@ from ._vocabulary.errors import (
     ServerExited,
     ServerUnreachable,
     SessionRejected,
+    TaskCancelled,
     UnexpectedEvent,
     UnknownPrompt,
     UnknownTool,
@@ -93,6 +94,7 @@ from ._vocabulary.events import (
     Close,
     Connect,
     Event,
+    FollowTask,
     HttpBodyReceived,
     HttpFailed,
     HttpResponseEnded,
@@ -143,6 +145,7 @@ from ._vocabulary.sampling import (
     ToolUseContent,
 )
 from ._vocabulary.status import SessionEra, SessionState, Status, TransportName
+from ._vocabulary.tasks import TaskStatus
 from ._vocabulary.tokens import InMemoryTokenStore, StoredAuthorization, TokenStore
 
 __all__ = [
@@ -179,6 +182,7 @@ __all__ = [
     "ElicitationComplete",
     "EmbeddedResource",
     "Event",
+    "FollowTask",
     "GetPromptResult",
     "HandleServerRequest",
     "HttpBodyReceived",
@@ -253,6 +257,8 @@ __all__ = [
     "StdoutReceived",
     "StoredAuthorization",
     "Subscribe",
+    "TaskCancelled",
+    "TaskStatus",
     "TextContent",
     "TimerFired",
     "TokenStore",

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, cast
 
-from ._session.calls import SKILLS_EXTENSION
+from ._session.checks import SKILLS_EXTENSION
 from ._vocabulary.errors import InvalidResponse, McpError
 from ._vocabulary.models import ReadResourceResult, ResourceContents
 

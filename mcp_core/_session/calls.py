@@ -37,7 +37,6 @@ from .._transport.work import CallWork, InputRounds, ListWork, RequestWork, Work
 from .._vocabulary.actions import Action, ProgressUpdate, Reply
 from .._vocabulary.errors import (
     Busy,
-    InvalidArguments,
     InvalidResponse,
     JsonRpcError,
     McpError,
@@ -48,6 +47,7 @@ from .._vocabulary.errors import (
 )
 from .._vocabulary.events import (
     CallTool,
+    FollowTask,
     ListItems,
     ListTools,
     Request,
@@ -58,8 +58,8 @@ from .._vocabulary.events import (
 from .._vocabulary.models import Tool
 from .._vocabulary.phases import Phase
 from .._wire import jsonrpc as rpc
-from .._wire.json import unsendable
 from .admission import Admission
+from .checks import missing_capability, unsendable_request
 from .output_schema import OutputSchemas
 from .results import (
     LISTS,
@@ -71,44 +71,9 @@ from .results import (
     rpc_error,
 )
 from .server_requests import ServerRequests
+from .tasks import Tasks, missing_for_tasks
 
-__all__ = ["REQUIRED_CAPABILITY", "SKILLS_EXTENSION", "Calls", "ListCache", "Requester"]
-
-# The Skills extension (SEP-2640): its methods are sent only to a server that declared it in
-# ``capabilities.extensions`` (SEP-2133: "only after the server declared them").
-SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
-
-# The server capability each method needs (2025-11-25 schema, ServerCapabilities). tools/* is
-# not checked: servers that list tools without declaring them are common, and harmless.
-# ``extensions.<id>``: the extension's settings object under ``capabilities.extensions``.
-REQUIRED_CAPABILITY = {
-    "skills/list": f"extensions.{SKILLS_EXTENSION}",
-    "skills/get": f"extensions.{SKILLS_EXTENSION}",
-    "resources/list": "resources",
-    "resources/templates/list": "resources",
-    "resources/read": "resources",
-    "resources/subscribe": "resources.subscribe",
-    "prompts/list": "prompts",
-    "prompts/get": "prompts",
-    "completion/complete": "completions",
-    "logging/setLevel": "logging",
-}
-
-
-def missing_capability(capabilities: Mapping[str, Any], method: str) -> str | None:
-    """The capability ``method`` needs that ``capabilities`` lack, or None."""
-    needed = REQUIRED_CAPABILITY.get(method)
-    if needed is None:
-        return None
-    name, _, flag = needed.partition(".")
-    declared = capabilities.get(name)
-    if name == "extensions":  # an extension is declared by its settings object ({} for none)
-        if not isinstance(declared, dict) or not isinstance(declared.get(flag), dict):
-            return needed
-    elif not isinstance(declared, dict) or (flag and declared.get(flag) is not True):
-        return needed
-    return None
-
+__all__ = ["Calls", "ListCache", "Requester"]
 
 @dataclass(slots=True)
 class ListCache:
@@ -137,34 +102,6 @@ class Requester(Requests, Protocol):
 
     def cancel(self, connection: Connection, request_id: int) -> bool:
         """Stop waiting for ``request_id`` on the transport; True: tell the server too."""
-
-
-# The ``_meta`` keys the machine sets itself (2025-11-25 basic/utilities/progress; 2026-07-28
-# basic/index §_meta): a caller's entry would be overwritten, so it is refused instead.
-PROTOCOL_META = ("progressToken", "io.modelcontextprotocol/")
-
-
-def _unsendable(method: str, root: str, value: object, meta: object) -> InvalidArguments | None:
-    """Refuse a request whose ``value`` (arguments or params) or ``_meta`` JSON cannot carry,
-    or whose ``_meta`` names a key of the protocol's, before it is admitted: encoded later,
-    when a slot frees, it would fail in the middle of another caller's answer, with a slot
-    already taken."""
-    if meta is not None and not isinstance(meta, Mapping):
-        return InvalidArguments(method, "_meta", "must be a mapping with str keys")
-    for name, part in ((root, value), ("_meta", meta)):
-        found = None if part is None else unsendable(part)
-        if found is not None:
-            return InvalidArguments(method, name + found[0], found[1])
-    for key in meta or ():
-        if key == PROTOCOL_META[0] or key.startswith(PROTOCOL_META[1]):
-            return InvalidArguments(
-                method,
-                f"_meta[{key[:80]!r}]",
-                "is a key the client sets itself",
-                "leave progressToken and io.modelcontextprotocol/ keys to the client: "
-                "progress= asks for progress",
-            )
-    return None
 
 
 class Calls:
@@ -199,6 +136,9 @@ class Calls:
         # Tickets of legacy subscribes an Unsubscribe of their URI overtook: their answer
         # must not subscribe again what the caller has since given up.
         self._withdrawn: set[int] = set()
+        self.tasks = Tasks(
+            spec, connections, asks, capabilities, session, out, self.finish, self._call_done
+        )
 
     @property
     def client_info(self) -> Mapping[str, str]:
@@ -218,6 +158,12 @@ class Calls:
             cache.items = cache.fresh_until = None
             cache.generation += 1
 
+    def poll_tasks(self, now: float) -> None:
+        """Send the polls of followed tasks that are due (``_session/tasks.py``)."""
+        for work in self.tasks.due(self._admission.works, now):
+            assert work.slot is not None  # sent before: it keeps its place while it follows
+            self.tasks.poll(self._connections[work.slot], work, self.log_level)
+
     def cancel(self, tickets: Sequence[int]) -> None:
         """Callers gave up: drop their work, tell the server of each request that was sent.
         The queue is pumped once, after all of them are withdrawn: a slot freed by one
@@ -233,6 +179,9 @@ class Calls:
         """Answer every piece of work whose deadline has come with ``RequestTimeout``."""
         for work in self._admission.expired(now):
             self._withdraw(work, "timed out")
+            if isinstance(work, CallWork) and work.following is not None:
+                self._reply(work.ticket, error=self.tasks.timeout_error(work))
+                continue
             self._reply(
                 work.ticket,
                 error=RequestTimeout(
@@ -266,7 +215,7 @@ class Calls:
     def list_tools(self, event: ListTools | ListItems) -> None:
         """A caller asks for a list: from the cache while it is fresh, or from the server."""
         kind = event.kind if isinstance(event, ListItems) else "tools"
-        refusal = _unsendable(LISTS[kind][0], "params", None, event.meta)
+        refusal = unsendable_request(LISTS[kind][0], "params", None, event.meta)
         if refusal is not None:
             self._reply(event.ticket, error=refusal)
             return
@@ -275,6 +224,7 @@ class Calls:
         if (
             cache.items is not None
             and not event.refresh
+            and kind != "tasks"  # where tasks stand now, never from a cache
             and (cache.fresh_until is None or now < cache.fresh_until)
             and self._session.state == "ready"
         ):
@@ -301,7 +251,7 @@ class Calls:
 
     def request(self, event: Request) -> None:
         """A caller sends any other request."""
-        refusal = _unsendable(event.method, "params", event.params, event.meta)
+        refusal = unsendable_request(event.method, "params", event.params, event.meta)
         if refusal is not None:
             self._reply(event.ticket, error=refusal)
             return
@@ -379,7 +329,10 @@ class Calls:
         known = [h.capabilities for h in handshakes if h.known]
         if not known or len(known) < len(handshakes):
             return False  # not ready (admission answers), or not told (era='modern')
-        missing = missing_capability(known[0], method)
+        if method.startswith("tasks/") or method == "tools/call":  # tools/call: as a task
+            missing = missing_for_tasks(handshakes[0], method)
+        else:
+            missing = missing_capability(known[0], method)
         if missing is None:
             return False
         self._reply(ticket, error=NotSupported(method, missing))
@@ -418,8 +371,11 @@ class Calls:
             meta=event.meta,
             # Every unused reservation handed to a call is settled exactly once by the client.
             reserved=facts is not None and facts.get("fresh") is True,
+            task=event.task,
+            detach=event.detach,
+            declares_tasks=bool(event.task or event.detach),
         )
-        refusal: McpError | None = _unsendable(
+        refusal: McpError | None = unsendable_request(
             "tools/call", "arguments", event.arguments, event.meta
         )
         if refusal is None:
@@ -428,8 +384,36 @@ class Calls:
             self._admission.settle(work, commit=False)
             self._reply(event.ticket, error=refusal)
             return
+        if work.declares_tasks and self._refused(event.ticket, "tools/call"):
+            self._admission.settle(work, commit=False)
+            return
         if event.name not in self._spec.prices and work.reserved:
             self._admission.settle(work, commit=False)  # a free tool needs no money back
+        self._admit(work)
+
+    def follow_task(self, event: FollowTask) -> None:
+        """A caller waits for a task's result (``_session/tasks.py``)."""
+        refusal = unsendable_request("tasks/get", "params", None, event.meta)
+        if refusal is not None:
+            self._reply(event.ticket, error=refusal)
+            return
+        if self._refused(event.ticket, "tasks/get"):
+            return
+        timeout = event.timeout or self._spec.call_timeout
+        now = self._session.now
+        work = CallWork(
+            ticket=event.ticket,
+            method="tasks/get",
+            admitted_at=now,
+            timeout=timeout,
+            deadline=now + timeout,
+            name="",
+            arguments=None,
+            progress=event.progress,
+            meta=event.meta,
+            declares_tasks=True,
+        )
+        self.tasks.follow(work, event.task_id, owned=event.cancel)
         self._admit(work)
 
     def _unmetered(self, tool: str, facts: Mapping[str, Any] | None) -> UnmeteredCall | None:
@@ -477,7 +461,17 @@ class Calls:
 
     def answer(self, connection: Connection, work: Work, response: rpc.Response) -> None:
         """The server answered ``work``'s request."""
+        if isinstance(work, CallWork) and work.following is not None:
+            self.tasks.answer(connection, work, response)
+            return
         if response.error is not None:
+            if (
+                isinstance(work, CallWork)
+                and connection.modern
+                and self.tasks.retry_declared(work, response.error)
+            ):
+                self._send_work(connection, work, work.sent_extra)
+                return
             if (
                 connection.modern
                 and not work.version_retried
@@ -498,7 +492,9 @@ class Calls:
         result = response.result
         assert result is not None
         result_type = result.get("resultType", "complete")
-        if result_type == "input_required" and isinstance(work, CallWork):
+        if isinstance(work, CallWork) and self.tasks.is_task(connection, work, result):
+            self.tasks.begin(connection, work, result)
+        elif result_type == "input_required" and isinstance(work, CallWork):
             self._on_input_required(connection, work, result)
         elif result_type != "complete":
             # "MUST treat an unrecognized value as invalid" (2026-07-28 basic/index).
@@ -510,13 +506,7 @@ class Calls:
                 ),
             )
         elif isinstance(work, CallWork):
-            value, problem = call_result(result)
-            if value is not None and value.structured_content is not None and not value.is_error:
-                tool = self._tools_by_name.get(work.name)
-                if tool is not None:
-                    problem = self._schemas.check(tool, value.structured_content)
-                    value = None if problem is not None else value
-            self.finish(work, value, error=problem)
+            self._call_done(work, result)
         elif isinstance(work, ListWork):
             self._on_list_page(connection, work, result)
         elif isinstance(work, RequestWork) and work.method == "ping" and not work.raw:
@@ -530,6 +520,16 @@ class Calls:
             elif work.method == "resources/subscribe" and work.ticket not in self._withdrawn:
                 self.subscriptions[str(params.get("uri"))] = None
             self.finish(work, answer, error=problem)
+
+    def _call_done(self, work: CallWork, result: Mapping[str, Any]) -> None:
+        """A call's final result (straight, or its task's): checked, then answered."""
+        value, problem = call_result(result)
+        if value is not None and value.structured_content is not None and not value.is_error:
+            tool = self._tools_by_name.get(work.name)
+            if tool is not None:
+                problem = self._schemas.check(tool, value.structured_content)
+                value = None if problem is not None else value
+        self.finish(work, value, error=problem)
 
     def _on_input_required(
         self, connection: Connection, work: CallWork, result: Mapping[str, Any]
@@ -555,6 +555,9 @@ class Calls:
 
     def input_answered(self, ticket: int, key: str, event: ServerRequestAnswered) -> None:
         work = self._admission.works.get(ticket)
+        if isinstance(work, CallWork) and work.following is not None:
+            self.tasks.input_answered(work, key, event)
+            return
         inputs = work.inputs if isinstance(work, CallWork) else None
         if inputs is None or key not in inputs.awaiting:
             return  # the call ended meanwhile (timeout, cancel, loss)
@@ -662,10 +665,18 @@ class Calls:
     ) -> None:
         params: dict[str, Any] = {}
         meta: dict[str, Any] = dict(work.meta) if work.meta else {}
+        capabilities = self._capabilities
         if isinstance(work, CallWork):
+            if work.following is not None:  # a task it attached to: polled from the start
+                self._admission.enter(work, connection)
+                self.tasks.poll(connection, work, self.log_level)
+                return
             params["name"] = work.name
             if work.arguments is not None:
                 params["arguments"] = dict(work.arguments)
+            params.update(self.tasks.augment(connection, work, self._tools_by_name.get(work.name)))
+            if work.declares_tasks:
+                capabilities = self.tasks.capabilities
         elif isinstance(work, RequestWork) and work.params:
             params.update(work.params)
             given = params.pop("_meta", None)
@@ -675,8 +686,10 @@ class Calls:
             params.update(extra)  # the next page's cursor, or a retry's inputResponses
         assert connection.handshake is not None
         method = work.method
+        if method.startswith("tasks/"):
+            capabilities = self.tasks.capabilities
         if connection.handshake.era == "modern":
-            meta.update(modern_meta(self._capabilities, self._spec.client_info))
+            meta.update(modern_meta(capabilities, self._spec.client_info))
             if self.log_level is not None:
                 meta[LOG_LEVEL_META] = self.log_level
             if method == "ping":
@@ -695,6 +708,10 @@ class Calls:
 
     def _withdraw(self, work: Work, reason: str) -> None:
         """Take work out of the queue or off its connection; cancel it on the wire if sent."""
+        if isinstance(work, CallWork) and work.following is not None and work.slot is not None:
+            self.tasks.withdraw(work)
+            self._admission.release(work)
+            return
         if work.slot is None:
             self._admission.release(work)
             return

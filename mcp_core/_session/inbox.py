@@ -92,7 +92,8 @@ class Inbox:
             self._subscriptions.ended(connection, response.id, response.error)
         elif response.error is not None:
             message = str(response.error.get("message"))[:200]
-            self._log("WARNING", f"the server refused {owner} on a new session: {message}")
+            when = "" if owner == "tasks/cancel" else " on a new session"
+            self._log("WARNING", f"the server refused {owner}{when}: {message}")
 
     def _on_notification(self, connection: Connection, note: rpc.Notification) -> None:
         params = note.params

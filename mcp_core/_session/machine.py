@@ -86,6 +86,7 @@ from .._vocabulary.events import (
     Close,
     Connect,
     Event,
+    FollowTask,
     ListItems,
     ListTools,
     Request,
@@ -240,6 +241,7 @@ class SessionMachine:
         # reports of a transport this session does not have are in no route: refused.
         self._route: dict[type[Event], Callable[[Any], None]] = {
             CallTool: self._calls.call_tool,
+            FollowTask: self._calls.follow_task,
             Connect: self._on_connect,
             **dict.fromkeys(self._transport.events, self._transport.handle),
             AwaitReady: self._on_await_ready,
@@ -297,9 +299,12 @@ class SessionMachine:
             best = earliest if best is None or earliest < best else best
         if self._close_deadline is not None and (best is None or self._close_deadline < best):
             best = self._close_deadline
-        again = self._subscriptions.next_deadline()
-        if again is not None and (best is None or again < best):
-            best = again
+        for again in (
+            self._subscriptions.next_deadline(),
+            self._calls.tasks.next_deadline(self._admission.works),
+        ):
+            if again is not None and (best is None or again < best):
+                best = again
         for connection in self._connections:
             for t in (
                 connection.retry_at,
@@ -480,6 +485,7 @@ class SessionMachine:
     def _on_timer(self, event: TimerFired) -> None:
         now = self.now
         self._calls.expire(now)
+        self._calls.poll_tasks(now)
         self._subscriptions.expire(now)
         # Connections first: a handshake past its init_timeout is then a failed attempt, which
         # the readiness waits ending now report (the ``async with`` block's ends with it).

@@ -27,6 +27,7 @@ from .._vocabulary.models import (
     ResourceTemplate,
     Tool,
 )
+from .._vocabulary.tasks import TaskStatus
 from .._wire import jsonrpc as rpc
 from .server_requests import MAX_ELICITATIONS
 
@@ -65,6 +66,8 @@ LISTS: dict[str, tuple[str, str, Callable[[object], object]]] = {
         ResourceTemplate.from_wire,
     ),
     "prompts": ("prompts/list", "prompts", Prompt.from_wire),
+    # 2025-11-25 basic/utilities/tasks: where the tasks of this requestor stand (never cached).
+    "tasks": ("tasks/list", "tasks", TaskStatus.from_wire),
 }
 
 
@@ -97,11 +100,19 @@ def list_page(
     return None, None, None
 
 
+def _cancelled(result: object) -> TaskStatus | None:
+    """2025-11-25 answers ``tasks/cancel`` with the task; the 2026-07-28 extension with an
+    empty acknowledgement (None)."""
+    return TaskStatus.from_wire(result) if isinstance(result, dict) and "taskId" in result else None
+
+
 # The results a caller gets as objects rather than the result as received.
 _READERS: dict[str, Callable[[object], object]] = {
     "resources/read": ReadResourceResult.from_wire,
     "prompts/get": GetPromptResult.from_wire,
     "completion/complete": Completion.from_wire,
+    "tasks/get": TaskStatus.from_wire,
+    "tasks/cancel": _cancelled,
 }
 
 

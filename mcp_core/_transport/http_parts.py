@@ -38,7 +38,15 @@ __all__ = [
 ACCEPT_BOTH = "application/json, text/event-stream"
 _PLAIN = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
 _SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAMED = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # The Tasks extension (SEP-2663): Mcp-Name carries the task's id.
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 def encode_header_value(value: str) -> str:
@@ -75,7 +83,8 @@ def request_headers(
         headers.append(("MCP-Protocol-Version", protocol_version))
     if modern and body is not None and "method" in body:
         headers.append(("Mcp-Method", encode_header_value(str(body["method"]))))
-        # Mcp-Name: params.name of tools/call and prompts/get, params.uri of resources/read.
+        # Mcp-Name: params.name of tools/call and prompts/get, params.uri of resources/read,
+        # params.taskId of the Tasks extension's requests.
         key = _NAMED.get(str(body["method"]))
         params = body.get("params")
         name = params.get(key) if key is not None and isinstance(params, dict) else None

@@ -9,7 +9,10 @@ The kind of work is its class, so a field is read only on the kind that has it.
   round again.
 - ``CallWork``: a ``tools/call``: the tool's name and arguments, whether the caller follows
   its progress, the ``Mcp-Param-*`` headers of its arguments (2026-07-28 streamable-http
-  §Custom Headers), and its input rounds.
+  §Custom Headers), its input rounds, whether it asks for a task, and the task it follows.
+- ``Following``: a call the server made a task (2025-11-25 basic/utilities/tasks, the
+  2026-07-28 Tasks extension): the task's id, when it is polled next, what the server last
+  said, and the input requests its handlers answer.
 - ``InputRounds``: the round of a call a server answered with ``input_required`` (2026-07-28
   basic/patterns/mrtr): the inputs the handlers still owe, their answers, the
   ``requestState`` to echo, and how many rounds there were. A call holds one only from its
@@ -24,10 +27,10 @@ The kind of work is its class, so a field is read only on the kind that has it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CallWork", "InputRounds", "ListWork", "RequestWork", "Work"]
+__all__ = ["CallWork", "Following", "InputRounds", "ListWork", "RequestWork", "Work"]
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
@@ -67,6 +70,26 @@ class CallWork(Work):
     progress: bool = False
     headers: list[tuple[str, str]] | None = None  # 2026-07-28 HTTP: Mcp-Param-* (x-mcp-header)
     inputs: InputRounds | None = None  # made at the first input_required answer
+    task: bool | None = None  # the caller's ask: None lets the tool (2025-11-25) or server decide
+    detach: bool = False  # answer with the task's status once it exists, do not follow it
+    declares_tasks: bool = False  # 2026-07-28: the request declares the Tasks extension
+    following: Following | None = None  # set once the server answered with a task
+
+
+@dataclass(slots=True, eq=False)
+class Following:
+    """The task a call follows until it ends."""
+
+    task_id: str
+    poll_interval: float  # seconds; the server's, or the client's default
+    poll_at: float | None = None  # next tasks/get; None while a request or an input is out
+    owned: bool = True  # the call created it: a timeout or a cancel cancels the task too
+    status: str = "working"
+    message: str | None = None
+    changes: int = 0  # status changes reported as progress
+    answered: set[str] = field(default_factory=set)  # input keys answered: never asked again
+    awaiting: set[str] = field(default_factory=set)  # input keys the handlers still owe
+    responses: dict[str, Any] = field(default_factory=dict)  # inputResponses to send
 
 
 @dataclass(slots=True, eq=False, kw_only=True)

@@ -36,6 +36,7 @@ __all__ = [
     "ServerExited",
     "ServerUnreachable",
     "SessionRejected",
+    "TaskCancelled",
     "UnexpectedEvent",
     "UnknownPrompt",
     "UnknownTool",
@@ -490,6 +491,17 @@ class NotSupported(McpError):
             "capability (status().capabilities shows what it offers)"
         )
         self.method = method
+
+
+class TaskCancelled(McpError):
+    """The task a call was following ended ``cancelled`` without this client asking (the
+    server, or another client holding the task id, cancelled it). ``task_id`` names it and
+    ``message`` the server's last status message, if any."""
+
+    def __init__(self, task_id: str, message: str | None = None) -> None:
+        said = f": {message[:300]}" if message else ""
+        super().__init__(f"task {task_id[:100]!r} was cancelled on the server{said}")
+        self.task_id = task_id
 
 
 class OutputValidationError(McpError):

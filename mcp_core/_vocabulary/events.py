@@ -33,6 +33,7 @@ __all__ = [
     "Close",
     "Connect",
     "Event",
+    "FollowTask",
     "HttpBodyReceived",
     "HttpFailed",
     "HttpResponseEnded",
@@ -70,6 +71,9 @@ _NOT_BY_REQUEST = {
     "resources/subscribe": "use Subscribe (subscribe), which outlives a reconnect",
     "resources/unsubscribe": "use Unsubscribe (unsubscribe)",
     "subscriptions/listen": "use Subscribe (subscribe); the machine keeps the stream",
+    "tasks/list": "use ListItems(kind='tasks') (list_tasks), which pages",
+    "tasks/result": "use FollowTask (Task.result), which follows the task to its end",
+    "tasks/update": "use FollowTask: the machine answers a task's input requests itself",
 }
 
 
@@ -122,7 +126,8 @@ class ListTools(Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListItems(Event):
     """A caller asks for a list other than tools: ``kind`` is 'resources',
-    'resource_templates' or 'prompts' (from the cache unless ``refresh``)."""
+    'resource_templates' or 'prompts' (from the cache unless ``refresh``), or 'tasks'
+    (2025-11-25 ``tasks/list``, never from a cache)."""
 
     ticket: int
     kind: str
@@ -131,9 +136,10 @@ class ListItems(Event):
     meta: Mapping[str, Any] | None = None  # as CallTool.meta, on every page it fetches
 
     def __post_init__(self) -> None:
-        if self.kind not in ("resources", "resource_templates", "prompts", "tools"):
+        if self.kind not in ("resources", "resource_templates", "prompts", "tools", "tasks"):
             raise ValueError(
-                "ListItems.kind must be 'tools', 'resources', 'resource_templates' or 'prompts'"
+                "ListItems.kind must be 'tools', 'resources', 'resource_templates', 'prompts' "
+                "or 'tasks'"
             )
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError("ListItems.timeout must be > 0")
@@ -226,10 +232,42 @@ class CallTool(Event):
     # machine sets itself (``progressToken``, ``io.modelcontextprotocol/...``) is refused with
     # ``InvalidArguments``, nothing sent. Recorded like every field: no secrets.
     meta: Mapping[str, Any] | None = None
+    # Tasks (2025-11-25 basic/utilities/tasks; the 2026-07-28 Tasks extension): True asks
+    # the server to run the call as a task, False never lets it, None (the default) asks for
+    # a tool whose ``execution.taskSupport`` is "required" (2025-11-25) and otherwise lets a
+    # 2026-07-28 server choose once it says the tool needs the extension. A task is followed
+    # to its result within ``timeout``; ``detach`` answers with its ``TaskStatus`` instead.
+    task: bool | None = None
+    detach: bool = False
 
     def __post_init__(self) -> None:
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError("CallTool.timeout must be > 0")
+        if self.detach and self.task is False:
+            raise ValueError("CallTool.detach needs a task: task=False cannot detach")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FollowTask(Event):
+    """A caller waits for the result of task ``task_id`` (created by ``CallTool(detach=True)``,
+    or by an earlier client: over HTTP a task outlives its session). Answered like the call
+    that made it: its ``CallToolResult``, its error, or ``TaskCancelled``. ``progress`` asks
+    for a ``ProgressUpdate`` at each status change; at ``timeout`` the caller gets
+    ``RequestTimeout`` and the task goes on (``cancel=True``: it is cancelled then, and when
+    the caller gives up)."""
+
+    ticket: int
+    task_id: str
+    timeout: float | None = None
+    progress: bool = False
+    cancel: bool = False
+    meta: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("FollowTask.timeout must be > 0")
+        if not isinstance(self.task_id, str) or not self.task_id:
+            raise ValueError("FollowTask.task_id must be a non-empty string")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -46,6 +46,8 @@ EVENTS: list[core.Event] = [
     core.RootsChanged(now=2.0),
     core.CallTool(now=3.0, ticket=4, name="read", arguments={"path": "/a", "n": [1, {"x": None}]}),
     core.CallTool(now=3.0, ticket=5, name="t", timeout=1.25, progress=True),
+    core.CallTool(now=3.0, ticket=5, name="t", task=True, detach=True),
+    core.FollowTask(now=3.0, ticket=7, task_id="t-1", timeout=9.5, progress=True, cancel=True),
     core.CancelCall(now=4.0, ticket=4),
     core.Close(now=5.0, ticket=6),
     core.ProcessSpawned(now=0.1, slot=0, generation=1, pid=4242),

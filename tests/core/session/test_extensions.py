@@ -106,7 +106,7 @@ def test_a_missing_required_capability_names_the_extension() -> None:
     post = h.request("tools/call")
     data = {
         "requiredCapabilities": {
-            "extensions": {TASKS: {}},
+            "extensions": {"com.example/my-ext": {}},
             "roots": {},
             "sampling": {"tools": {}, "context": {}},
         }
@@ -127,12 +127,12 @@ def test_a_missing_required_capability_names_the_extension() -> None:
     error = h.error(ticket)
     assert isinstance(error, core.MissingClientCapability)
     assert isinstance(error, core.JsonRpcError) and error.code == -32021
-    assert error.extensions == (TASKS,)
+    assert error.extensions == ("com.example/my-ext",)
     assert error.capabilities == ("roots", "sampling.tools", "sampling.context")
     assert error.message == "Missing required client capability"
     assert str(error) == (
         "the server requires what this client did not declare (extension "
-        "io.modelcontextprotocol/tasks, roots, sampling.tools, sampling.context); declare an "
+        "com.example/my-ext, roots, sampling.tools, sampling.context); declare an "
         "extension the client supports "
         "with extensions={identifier: settings}"
     )
