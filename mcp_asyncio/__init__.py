@@ -14,6 +14,7 @@ from ._client import (
     CompletionCallback,
     Handler,
     ProgressCallback,
+    Task,
     UpdateCallback,
 )
 from ._group import ClientGroup, ClientOptions
@@ -27,6 +28,7 @@ __all__ = [
     "FileTokenStore",
     "Handler",
     "ProgressCallback",
+    "Task",
     "TokenStoreError",
     "UpdateCallback",
 ]

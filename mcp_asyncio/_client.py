@@ -31,6 +31,7 @@ from mcp_core import (
     CallTool,
     CallToolResult,
     Completion,
+    FollowTask,
     GetPromptResult,
     ListItems,
     ListTools,
@@ -45,11 +46,12 @@ from mcp_core import (
     SpecFields,
     Status,
     Subscribe,
+    TaskStatus,
     TokenStore,
     Tool,
     Unsubscribe,
 )
-from mcp_core.driver import CompletionRef, completion_params
+from mcp_core.driver import CompletionRef, completion_params, lists_tools_first
 from mcp_core.skills import Skill, SkillsListing, read_skill_contents, skill_from_get
 
 from ._session import AuthorizeCallback, CompletionCallback, Handler, Session, UpdateCallback
@@ -63,6 +65,7 @@ __all__ = [
     "CompletionCallback",
     "Handler",
     "ProgressCallback",
+    "Task",
     "UpdateCallback",
 ]
 
@@ -273,9 +276,21 @@ class Client:
         progress: ProgressCallback | None = None,
         output_type: Any = None,
         meta: Mapping[str, Any] | None = None,
+        task: bool | None = None,
     ) -> CallToolResult:
         """Call tool ``name``; a tool's own failure is a result with ``is_error=True``. Raises
         ``McpError`` (``RequestTimeout``, ``ServerExited``, ``Busy``, ...) otherwise.
+
+        A tool the server runs as a task (a long-running one) is followed to its result: the
+        call returns when the task ends, ``progress`` hears of each status change (its
+        ``message`` is the server's status message), the ``elicitation=``/``sampling=``
+        handlers answer what the task asks for, and ``timeout`` covers the whole task: at the
+        deadline, or when the caller is cancelled, the task is cancelled on the server too
+        (``tasks/cancel``). ``task=None`` (the default) asks for a task where the tool requires
+        one (2025-11-25; the tools are listed first if they were not) or the server says it
+        needs one (2026-07-28); ``task=True`` asks for one (``NotSupported`` where the server
+        runs none), ``task=False`` never. ``TaskCancelled`` when someone else cancelled it.
+        ``start_tool`` gives the task's handle instead.
 
         ``progress(progress, total, message)`` is called for each progress notification. It
         must be a plain function (an awaitable it returns is closed, not awaited); its
@@ -311,6 +326,8 @@ class Client:
         sent = caller_meta("tools/call", meta, trace)
         reservations = session.reservations
         try:
+            if task is None and lists_tools_first(session.status()):
+                await self.list_tools()
             value = await session.call(
                 lambda t: reservations.call(
                     t,
@@ -324,6 +341,7 @@ class Client:
                         progress=progress is not None,
                         reservation=facts,
                         meta=sent,
+                        task=task,
                     ),
                 ),
                 progress,
@@ -336,6 +354,49 @@ class Client:
         if span is not None:
             end_call_span(span, result)
         return result if adapter is None else with_data(result, name, adapter)
+
+    async def start_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Task:
+        """Call tool ``name`` as a task and return its handle as soon as the server created
+        it (``timeout``: for that answer); ``task.result()`` waits for the outcome. A
+        2026-07-28 server may answer at once instead: the handle then holds the result and
+        its ``id`` is None. ``NotSupported`` where the server runs no tool calls as tasks
+        (2025-11-25). Over HTTP a task outlives the client: keep ``task.id`` to attach again
+        with ``client.task(id)``."""
+        sent = caller_meta("tools/call", meta)
+        value = await self._session.call(
+            lambda t: CallTool(
+                now=time.monotonic(),
+                ticket=t,
+                name=name,
+                arguments=arguments,
+                timeout=timeout,
+                meta=sent,
+                task=True,
+                detach=True,
+            )
+        )
+        if isinstance(value, TaskStatus):
+            return Task(self, value.task_id, value)
+        return Task(self, None, None, cast(CallToolResult, value))
+
+    def task(self, task_id: str) -> Task:
+        """The handle of task ``task_id`` (from ``start_tool``, an earlier client, or
+        ``list_tasks``); nothing is sent until it is used."""
+        return Task(self, task_id, None)
+
+    async def list_tasks(self, *, timeout: float | None = None) -> list[TaskStatus]:
+        """The server's tasks of this client (2025-11-25 ``tasks/list``, every page, never
+        cached). ``NotSupported`` where the server does not list them, which includes every
+        2026-07-28 server: that version has no such request."""
+        value = await self._list("tasks", True, timeout, None)
+        return cast(list[TaskStatus], value)
 
     # Beyond tools: resources, prompts, completion, logging, ping. A method whose capability the
     # server did not declare raises ``NotSupported`` before anything is sent; other failures
@@ -573,3 +634,81 @@ class Client:
                 meta=sent,
             )
         )
+
+
+class Task:
+    """A tool call the server runs as a task: ``Client.start_tool`` or ``Client.task`` gives
+    one. ``id`` is the server's task id (None when the server answered at once, with no
+    task); ``last`` is the status as last seen, None before any.
+
+    ``status()`` asks the server where the task stands; ``result()`` waits for its outcome
+    (the tool's ``CallToolResult``, or the error it ended with); ``cancel()`` asks the server
+    to cancel it. A handle holds no resources: drop it, or make another for the same id."""
+
+    def __init__(
+        self,
+        client: Client,
+        task_id: str | None,
+        last: TaskStatus | None,
+        result: CallToolResult | None = None,
+    ) -> None:
+        self._client = client
+        self.id = task_id
+        self.last = last
+        self._result = result
+
+    def __repr__(self) -> str:
+        where = self.last.status if self.last is not None else "unknown"
+        return f"<Task {self.id!r} on {self._client.name!r}: {where}>"
+
+    async def status(self, *, timeout: float | None = None) -> TaskStatus:
+        """Where the task stands now (``tasks/get``); ``JsonRpcError`` (-32602) for a task the
+        server does not know (never made, or past its ``ttl``). A handle with no id reports
+        ``completed``, as the call was."""
+        if self.id is None:
+            return TaskStatus(task_id="", status="completed")
+        value = await self._client._request("tasks/get", {"taskId": self.id}, timeout)
+        self.last = cast(TaskStatus, value)
+        return self.last
+
+    async def result(
+        self,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        cancel: bool = False,
+    ) -> CallToolResult:
+        """Wait for the task to end and return the tool's result, as ``call_tool`` would
+        (``TaskCancelled`` if it was cancelled, the ``JsonRpcError`` it failed with).
+        ``progress`` hears of each status change. At ``timeout`` (default: the spec's
+        ``call_timeout``) this raises ``RequestTimeout`` and the task goes on, unless
+        ``cancel=True``: then the task is cancelled at the deadline, or when the caller is."""
+        if self.id is None:
+            assert self._result is not None
+            return self._result
+        task_id = self.id
+        value = await self._client._session.call(
+            lambda t: FollowTask(
+                now=time.monotonic(),
+                ticket=t,
+                task_id=task_id,
+                timeout=timeout,
+                progress=progress is not None,
+                cancel=cancel,
+            ),
+            progress,
+        )
+        return cast(CallToolResult, value)
+
+    async def cancel(self, *, timeout: float | None = None) -> TaskStatus | None:
+        """Ask the server to cancel the task (``tasks/cancel``): the status it reports
+        (2025-11-25), or None (the 2026-07-28 extension acknowledges with nothing: ask
+        ``status()``). Cancelling is cooperative: the task may still end ``completed``.
+        ``JsonRpcError`` (-32602) for a task that already ended (2025-11-25) or is unknown.
+        A handle with no id has nothing to cancel: None."""
+        if self.id is None:
+            return None
+        value = await self._client._request("tasks/cancel", {"taskId": self.id}, timeout)
+        if isinstance(value, TaskStatus):
+            self.last = value
+        return cast(TaskStatus | None, value)

@@ -8,6 +8,8 @@ event carries (``reservation=``), so the machine can judge it and a recording ca
 ``token_store_key(url)`` is the key a server's login is kept under in a ``TokenStore``, and
 ``OAuthSettings.from_spec`` the machine's ``oauth=`` for a spec. ``completion_params`` is the
 params of a ``completion/complete`` ``Request`` for what a caller gave ``complete()``.
+``lists_tools_first(status)`` says whether to list the tools before a call that lets the tool
+decide whether it runs as a task.
 
 For the I/O around authorization: ``ENTROPY_BYTES`` is how many random bytes an
 ``AuthorizationPrepared`` event carries; ``client_assertion_claims`` the claims of the RFC 7523
@@ -20,6 +22,7 @@ from ._auth.oauth import client_assertion_claims
 from ._config.oauth_settings import token_store_key
 from ._config.spec import proxy_url_problem
 from ._session.spend import reservation_facts
+from ._session.tasks import lists_tools_first
 from ._transport.stdio_parts import INHERITED_ENV, inherit_environment
 from ._vocabulary.events import ENTROPY_BYTES
 from ._vocabulary.models import CompletionRef, completion_params
@@ -32,6 +35,7 @@ __all__ = [
     "client_assertion_claims",
     "completion_params",
     "inherit_environment",
+    "lists_tools_first",
     "proxy_url_problem",
     "redact_url",
     "reservation_facts",

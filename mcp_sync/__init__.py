@@ -15,6 +15,7 @@ from ._client import (
     CompletionCallback,
     Handler,
     ProgressCallback,
+    Task,
     UpdateCallback,
 )
 from ._group import ClientGroup, ClientOptions
@@ -28,6 +29,7 @@ __all__ = [
     "FileTokenStore",
     "Handler",
     "ProgressCallback",
+    "Task",
     "TokenStoreError",
     "UpdateCallback",
 ]

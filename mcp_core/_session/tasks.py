@@ -34,7 +34,7 @@ from typing import Any
 
 from .._config.spec import Spec
 from .._transport.connection import Connection
-from .._transport.eras import LOG_LEVEL_META, modern_meta, server_extensions
+from .._transport.eras import LOG_LEVEL_META, Handshake, modern_meta, server_extensions
 from .._transport.work import CallWork, Following, Work
 from .._vocabulary.actions import Action, ProgressUpdate
 from .._vocabulary.errors import (
@@ -46,12 +46,20 @@ from .._vocabulary.errors import (
     TaskCancelled,
 )
 from .._vocabulary.events import ServerRequestAnswered
+from .._vocabulary.status import Status
 from .._vocabulary.tasks import TaskStatus
 from .._wire import jsonrpc as rpc
 from .results import rpc_error
 from .server_requests import ServerRequests
 
-__all__ = ["DEFAULT_POLL", "MIN_POLL", "TASKS_EXTENSION", "Tasks", "missing_for_tasks"]
+__all__ = [
+    "DEFAULT_POLL",
+    "MIN_POLL",
+    "TASKS_EXTENSION",
+    "Tasks",
+    "lists_tools_first",
+    "missing_for_tasks",
+]
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 DEFAULT_POLL = 1.0  # seconds between polls when the server names no interval
@@ -83,6 +91,16 @@ def missing_for_tasks(handshake: Any, method: str) -> str | None:
     for key in _LEGACY_NEEDS[method]:
         declared = declared.get(key) if isinstance(declared, Mapping) else None
     return None if isinstance(declared, Mapping) else ".".join(("tasks", *_LEGACY_NEEDS[method]))
+
+
+def lists_tools_first(status: Status) -> bool:
+    """Whether a driver should list the tools before a ``CallTool(task=None)``: a 2025-11-25
+    server that runs tool calls as tasks, with no tool list at hand to tell which tools
+    require one (the call would fail, 2025-11-25 server/tools §Tool Execution)."""
+    if status.era != "legacy" or status.tools is not None or status.capabilities is None:
+        return False
+    handshake = Handshake("legacy", "", None, status.capabilities)
+    return missing_for_tasks(handshake, "tools/call") is None
 
 
 def required_by(tool: Any) -> bool:

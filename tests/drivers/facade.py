@@ -77,6 +77,47 @@ class Facade:
         assert client is not None
         return client.status()
 
+    async def start_tool(self, name: str, arguments: Any = None, **kw: Any) -> FacadeTask:
+        return FacadeTask(await self._run("start_tool", name, arguments, **kw))
+
+    def task(self, task_id: str) -> FacadeTask:
+        client = self.aio if self.aio is not None else self.sync
+        assert client is not None
+        return FacadeTask(client.task(task_id))
+
+    async def list_tasks(self, **kw: Any) -> list[core.TaskStatus]:
+        result: list[core.TaskStatus] = await self._run("list_tasks", **kw)
+        return result
+
+
+class FacadeTask:
+    """A task handle of either driver, awaited the same way."""
+
+    def __init__(self, task: mcp_asyncio.Task | mcp_sync.Task) -> None:
+        self.handle = task
+
+    @property
+    def id(self) -> str | None:
+        return self.handle.id
+
+    async def _run(self, method: str, **kw: Any) -> Any:
+        if isinstance(self.handle, mcp_asyncio.Task):
+            return await getattr(self.handle, method)(**kw)
+        call: Callable[[], Any] = functools.partial(getattr(self.handle, method), **kw)
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+    async def status(self, **kw: Any) -> core.TaskStatus:
+        result: core.TaskStatus = await self._run("status", **kw)
+        return result
+
+    async def result(self, **kw: Any) -> core.CallToolResult:
+        result: core.CallToolResult = await self._run("result", **kw)
+        return result
+
+    async def cancel(self, **kw: Any) -> core.TaskStatus | None:
+        result: core.TaskStatus | None = await self._run("cancel", **kw)
+        return result
+
 
 async def gather(*calls: Callable[[], Any]) -> list[Any]:
     """Run the calls concurrently; each result is the value or the exception raised."""
