@@ -192,6 +192,7 @@ SUBMODULES = {
         "client_assertion_claims",
         "completion_params",
         "inherit_environment",
+        "lists_tools_first",
         "proxy_url_problem",
         "redact_url",
         "reservation_facts",

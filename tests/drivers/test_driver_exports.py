@@ -20,6 +20,7 @@ EXPORTS = [
     "FileTokenStore",
     "Handler",
     "ProgressCallback",
+    "Task",
     "TokenStoreError",
     "UpdateCallback",
 ]

@@ -572,3 +572,13 @@ def test_task_status_reads_either_version_and_writes_the_modern_one() -> None:
     ]:
         with pytest.raises(ValueError, match=words):
             core.TaskStatus.from_wire(wire)
+
+
+def test_a_driver_lists_the_tools_first_only_where_that_decides_a_task() -> None:
+    h = legacy()
+    assert core.driver.lists_tools_first(h.machine.status(h.now)) is True
+    list_tools(h, required("research"))
+    assert core.driver.lists_tools_first(h.machine.status(h.now)) is False
+    assert core.driver.lists_tools_first(legacy({"tools": {}}).machine.status(0.0)) is False
+    assert core.driver.lists_tools_first(modern().machine.status(0.0)) is False
+    assert core.driver.lists_tools_first(Harness().machine.status(0.0)) is False
