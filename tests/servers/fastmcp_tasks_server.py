@@ -8,7 +8,8 @@ venv (.venv-tasks, from tests/servers/requirements-tasks.txt).
 
 Run:
   .venv-tasks/bin/python tests/servers/fastmcp_tasks_server.py
-      newline-delimited JSON-RPC on stdin/stdout
+      newline-delimited JSON-RPC on stdin/stdout; exits (status 0) as soon as stdin closes, even
+      with tasks still running
   .venv-tasks/bin/python tests/servers/fastmcp_tasks_server.py --http
       Streamable HTTP: binds 127.0.0.1 on a port the OS picks, prints one line
       `listening http://127.0.0.1:PORT/mcp` and serves until SIGTERM or SIGINT
@@ -65,7 +66,10 @@ ASK_KEY = "answer"
 
 
 class TunedTasksExtension(TasksExtension):
-    """TasksExtension whose Docket keeps task records for `ttl` (the ttlMs of every task)."""
+    """TasksExtension whose Docket keeps task records for `ttl` (the ttlMs of every task), and
+    whose server process exits as soon as its session ends (stdin EOF on stdio): Docket's worker
+    would otherwise wait there for every running task (forever_task: forever), so a client that
+    closes stdin would always have to escalate to signals."""
 
     def __init__(self, ttl: timedelta) -> None:
         super().__init__()
@@ -78,7 +82,11 @@ class TunedTasksExtension(TasksExtension):
             docket: Any = self.server._docket
             if docket is not None:
                 docket.execution_ttl = self._ttl
-            yield
+            try:
+                yield
+            finally:
+                sys.stdout.flush()
+                os._exit(0)
 
 
 def build_server(poll_interval: timedelta, ttl: timedelta) -> FastMCP:

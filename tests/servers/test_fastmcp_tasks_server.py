@@ -310,6 +310,17 @@ def test_http_mcp_name_must_match_the_task_id(
     assert response.status == 200 and answer["result"]["taskId"] == task_id
 
 
+def test_stdio_server_exits_on_stdin_eof_with_a_task_running() -> None:
+    peer = RawPeer(fastmcp_tasks_argv())
+    try:
+        start_task(StdioWire(peer), "forever_task", {})
+        peer.close_stdin()
+        assert peer.read_line() is None
+        assert peer.wait() == 0
+    finally:
+        stop_stdio(peer)
+
+
 def test_die_task_ends_the_stdio_server_mid_task() -> None:
     peer = RawPeer(fastmcp_tasks_argv())
     try:
