@@ -4,11 +4,13 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# The Tasks-extension peer's own venv (see its target below).
+TASKS_VENV := .venv-tasks
 # 100% branch coverage of mcp_core, earned by tests/core alone (see the comment above `test`).
 CORE_COVERAGE ?= 100
 
 .DEFAULT_GOAL := test
-.PHONY: venv node_modules lint typecheck docs test demo clean conformance bench soak
+.PHONY: venv tasks-venv node_modules lint typecheck docs test demo clean conformance bench soak
 
 # --- installs (stamp files make them idempotent: redone only when their inputs change) ---
 
@@ -21,6 +23,17 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,bench,docs]'
+	touch $@
+
+# The peer server of the 2026-07-28 Tasks extension (tests/servers/fastmcp_tasks_server.py) runs
+# on FastMCP 4.1.4 with fastmcp-tasks, which pins fastmcp-slim 4.1.4: the project venv's fastmcp
+# 4.2 (bench extra) excludes it, so the peer has a venv of its own, every package pinned.
+tasks-venv: $(TASKS_VENV)/.installed
+
+$(TASKS_VENV)/.installed: tests/servers/requirements-tasks.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "need Python >= 3.11")'
+	test -x $(TASKS_VENV)/bin/python || $(PYTHON) -m venv $(TASKS_VENV)
+	$(TASKS_VENV)/bin/python -m pip install --quiet -r tests/servers/requirements-tasks.txt
 	touch $@
 
 node_modules: node_modules/.installed
@@ -75,7 +88,7 @@ docs: venv
 # worker processes (pytest-xdist): mostly waits on servers and deadlines, so about half the
 # time on 2 cores; every test counts what it leaves behind in its own process. The docs are
 # built first with the other static checks (lint, typecheck), so a broken page or docstring fails.
-test: venv node_modules conformance/node_modules/.installed lint typecheck docs
+test: venv tasks-venv node_modules conformance/node_modules/.installed lint typecheck docs
 	$(PY) -m pytest tests/core --cov=mcp_core --cov-branch --cov-report=term-missing \
 		--cov-fail-under=$(CORE_COVERAGE)
 	$(PY) conformance/run.py
@@ -88,7 +101,7 @@ demo: venv node_modules
 	$(PY) examples/demo_cli.py
 
 clean:
-	rm -rf $(VENV) node_modules conformance/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	rm -rf $(VENV) $(TASKS_VENV) node_modules conformance/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis \
 		.coverage .coverage.* htmlcov build dist *.egg-info site
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
 

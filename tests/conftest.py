@@ -15,9 +15,13 @@ Server argv helpers:
   py_auth_server_argv(*flags) the OAuth-protected official-SDK server
                               (tests/servers/py_auth_server.py: --port, --mode,
                               --access-token-lifetime); the fixture py_auth_server starts it
+  fastmcp_tasks_argv(*flags)  the Tasks extension peer (tests/servers/fastmcp_tasks_server.py,
+                              FastMCP with fastmcp-tasks) on stdio; flags --poll-interval-ms N,
+                              --ttl-ms N; the fixture fastmcp_tasks_http starts it over HTTP
 The npm servers come from `make node_modules`. Outside CI a missing one skips the test with a
 message saying so; under CI (CI set in the environment) it fails, so CI can never go green by
-skipping its real-peer tests.
+skipping its real-peer tests. The Tasks peer's venv (.venv-tasks) comes from `make test` (or
+`make tasks-venv`); without it a test that needs the peer fails, in CI or not.
 """
 
 from __future__ import annotations
@@ -38,8 +42,14 @@ import anyio
 import pytest
 from hypothesis import settings
 
+from tests.servers import http_peers
 from tests.servers.http_fault_server import HttpFaultServer
-from tests.servers.http_peers import HttpPeer, start_everything_http, start_py_http_server
+from tests.servers.http_peers import (
+    HttpPeer,
+    start_everything_http,
+    start_fastmcp_tasks_http,
+    start_py_http_server,
+)
 
 T = TypeVar("T")
 
@@ -98,6 +108,22 @@ def py_auth_server_argv(*flags: str) -> list[str]:
     """argv of the MCP server behind the SDK's own OAuth authorization server, with the given
     flags (see tests/servers/py_auth_server.py for them and its /__control/ knobs)."""
     return [sys.executable, str(SERVERS_DIR / "py_auth_server.py"), *flags]
+
+
+def fastmcp_tasks_argv(*flags: str) -> list[str]:
+    """argv of the Tasks-extension peer (tests/servers/fastmcp_tasks_server.py) on stdio, run by
+    the interpreter of its own venv; fails the test (never skips it) when that venv is missing."""
+    require_tasks_venv()
+    return http_peers.fastmcp_tasks_argv(*flags)
+
+
+def require_tasks_venv() -> None:
+    """Fail the test when the Tasks peer's venv is missing, saying what creates it."""
+    if not http_peers.TASKS_PYTHON.exists():
+        pytest.fail(
+            f"{http_peers.TASKS_PYTHON} is missing: `make test` creates the Tasks peer's venv "
+            "(alone: `make tasks-venv`, from tests/servers/requirements-tasks.txt)"
+        )
 
 
 # --- process table ---
@@ -279,6 +305,11 @@ def _py_auth_server_argv() -> Callable[..., list[str]]:
     return py_auth_server_argv
 
 
+@pytest.fixture(name="fastmcp_tasks_argv")
+def _fastmcp_tasks_argv() -> Callable[..., list[str]]:
+    return fastmcp_tasks_argv
+
+
 @pytest.fixture(name="children_of")
 def _children_of() -> Callable[..., list[int]]:
     return children_of
@@ -305,6 +336,8 @@ def _wait_until() -> Callable[..., object]:
 #                                     "sse" (.url ends /sse) -> HttpPeer
 #   py_auth_server(*flags)            tests/servers/py_auth_server.py: MCP at .url (/mcp)
 #                                     behind the SDK's OAuth server at the same origin -> HttpPeer
+#   fastmcp_tasks_http(*flags)        tests/servers/fastmcp_tasks_server.py --http, the Tasks
+#                                     extension peer (flags as fastmcp_tasks_argv) -> HttpPeer
 # Every peer listens on 127.0.0.1 on a port the OS chose and is gone when the test ends.
 
 
@@ -342,6 +375,17 @@ def _everything_http() -> Iterator[Callable[..., HttpPeer]]:
         def start(mode: str = "streamableHttp") -> HttpPeer:
             executable = node_bin("mcp-server-everything")  # skips (fails in CI) if missing
             return stack.enter_context(start_everything_http(mode, executable))
+
+        yield start
+
+
+@pytest.fixture(name="fastmcp_tasks_http")
+def _fastmcp_tasks_http() -> Iterator[Callable[..., HttpPeer]]:
+    with contextlib.ExitStack() as stack:
+
+        def start(*flags: str) -> HttpPeer:
+            require_tasks_venv()
+            return stack.enter_context(start_fastmcp_tasks_http(*flags))
 
         yield start
 

@@ -8,16 +8,19 @@ Every helper is a context manager; tests use the fixtures of tests/conftest.py i
                                      /mcp) or sse (URL /sse, the 2024-11-05 HTTP+SSE transport)
     start_fault_server_process(...)  tests/servers/http_fault_server.py as a subprocess
     HttpFaultServer(...)             the same server in-process (itself a context manager)
+    start_fastmcp_tasks_http(...)    tests/servers/fastmcp_tasks_server.py --http (the Tasks
+                                     extension peer, on the interpreter of .venv-tasks)
 
 Each yields an HttpPeer: `.url` (the MCP endpoint, or the SSE endpoint for `sse` modes),
 `.proc`, `.output()` (what it printed so far, for failure messages).
 
 Ports: no peer is given a port. Each binds port 0 on 127.0.0.1 and says which port it got:
-py_http_server and http_fault_server print "listening <url>"; server-everything (which reads
-PORT and would bind every interface) runs with a preload module that forces 127.0.0.1 and prints
-"test-peer listening <port>". Readiness is that line, awaited with a deadline; a peer that exits
-or stays silent fails with its output in the message. Each peer runs in its own process group,
-and stopping it signals the whole group: SIGTERM, then SIGKILL after STOP_GRACE seconds.
+py_http_server, http_fault_server and fastmcp_tasks_server print "listening <url>";
+server-everything (which reads PORT and would bind every interface) runs with a preload module
+that forces 127.0.0.1 and prints "test-peer listening <port>". Readiness is that line, awaited
+with a deadline; a peer that exits or stays silent fails with its output in the message. Each
+peer runs in its own process group, and stopping it signals the whole group: SIGTERM, then
+SIGKILL after STOP_GRACE seconds.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ from pathlib import Path
 SERVERS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = SERVERS_DIR.parent.parent
 EVERYTHING_BIN = REPO_ROOT / "node_modules" / ".bin" / "mcp-server-everything"
+# The Tasks-extension peer runs on its own venv (`make tasks-venv`, part of `make test`): its
+# FastMCP 4.1.4 cannot live in the project venv beside fastmcp 4.2.
+TASKS_PYTHON = REPO_ROOT / ".venv-tasks" / "bin" / "python"
 PY_HTTP_MODES = ("stateful", "stateless", "json", "resumable", "modern", "sse")
 EVERYTHING_MODES = {"streamableHttp": "/mcp", "sse": "/sse"}
 START_DEADLINE = 30.0  # a node or SDK server on a busy 2-core CI machine can take seconds
@@ -170,6 +176,17 @@ def start_fault_server_process(*flags: str) -> contextlib.AbstractContextManager
     """http_fault_server.py as a subprocess (flags: --sse, --era E, --get-stream, --retry-ms N);
     control it through <origin>/_control/ (see its docstring)."""
     return _running(fault_server_process_argv(*flags), _listening_url)
+
+
+def fastmcp_tasks_argv(*flags: str) -> list[str]:
+    """argv of the Tasks-extension peer on the peer venv's interpreter; stdio unless `--http`
+    is among the flags (others: --poll-interval-ms N, --ttl-ms N; see the server's docstring)."""
+    return [str(TASKS_PYTHON), str(SERVERS_DIR / "fastmcp_tasks_server.py"), *flags]
+
+
+def start_fastmcp_tasks_http(*flags: str) -> contextlib.AbstractContextManager[HttpPeer]:
+    """The Tasks-extension peer over Streamable HTTP; url is http://127.0.0.1:PORT/mcp."""
+    return _running(fastmcp_tasks_argv("--http", *flags), _listening_url)
 
 
 def everything_http_env(base: dict[str, str] | None = None) -> dict[str, str]:
