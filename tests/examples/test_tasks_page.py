@@ -1,0 +1,46 @@
+"""docs/tasks.md: its blocks run against server-everything (started by the page's own ``npx
+-y`` command, from ./node_modules with npm offline), what they print is checked, and they pass
+``mypy --strict``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT, node_bin
+from tests.examples.doc_blocks import blocks, mypy_strict, run_block
+
+PAGE = REPO_ROOT / "docs" / "tasks.md"
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def test_every_block_is_run() -> None:
+    assert [b.name for b in blocks(PAGE)] == ["tasks-blocking", "tasks-asyncio"]
+
+
+def test_the_blocking_block_follows_the_task(tmp_path: Path) -> None:
+    node_bin("mcp-server-everything")  # skips (fails under CI) without `make node_modules`
+    (block,) = [b for b in blocks(PAGE) if b.name == "tasks-blocking"]
+    out = run_block(block, tmp_path).splitlines()
+    assert out[:4] == [
+        "status: Gathering sources...",
+        "status: Analyzing content...",
+        "status: Synthesizing findings...",
+        "status: Generating report...",
+    ]
+    assert out[-2:] == ["status: completed", "# Research Report: tides"]
+
+
+def test_the_asyncio_block_uses_a_handle(tmp_path: Path) -> None:
+    node_bin("mcp-server-everything")
+    (block,) = [b for b in blocks(PAGE) if b.name == "tasks-asyncio"]
+    out = run_block(block, tmp_path).splitlines()
+    assert out[0] == "started: working"
+    assert out[1] in ("now: working", "now: completed")
+    assert out[2:] == ["listed: True", "# Research Report: reefs"]
+
+
+def test_mypy_strict(tmp_path: Path) -> None:
+    mypy_strict(blocks(PAGE), tmp_path)
