@@ -10,7 +10,8 @@
 // SKILLS_PAGE_SIZE=<n> serves skills/list and resources/directory/read in pages of n entries.
 // SKILLS_NO_DIRECTORY_READ=1 serves the same skills through a source of its own that has no
 // directory reads, so the extension's settings are {} (no directoryRead) and the method has no
-// handler.
+// handler. SKILLS_DYNAMIC=1 does too, and lists each skill's resources as "dynamic" (no
+// manifest; its files are still served).
 import { McpServer } from "@modelcontextprotocol/server";
 import { serveStdio, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import { SkillsExtension } from "@modelcontextprotocol/server/ext/skills";
@@ -33,13 +34,14 @@ class TamperingTransport extends StdioServerTransport {
 const pageSize = Number(process.env.SKILLS_PAGE_SIZE ?? 100);
 const catalog = await loadSkills(process.argv[2], { pageSize });
 
-function withoutDirectoryRead() {
+function withoutDirectoryRead(dynamic) {
   const files = nodeSkillFiles(process.argv[2]);
   const listed = (uri) => catalog.entries.some((s) => s.resources.some((r) => r.uri === uri));
+  const entries = catalog.entries.map((s) => (dynamic ? { ...s, resources: "dynamic" } : s));
   return new SkillsExtension({
     source: {
-      list: async () => ({ skills: [...catalog.entries] }),
-      get: async (uri) => catalog.entries.find((s) => s.uri === uri),
+      list: async () => ({ skills: entries }),
+      get: async (uri) => entries.find((s) => s.uri === uri),
       read: async (uri) =>
         listed(uri)
           ? { text: new TextDecoder().decode(await files.read(uri.slice("skill://".length))) }
@@ -48,7 +50,9 @@ function withoutDirectoryRead() {
   });
 }
 
-const skills = process.env.SKILLS_NO_DIRECTORY_READ ? withoutDirectoryRead() : catalog;
+const dynamic = Boolean(process.env.SKILLS_DYNAMIC);
+const skills =
+  process.env.SKILLS_NO_DIRECTORY_READ || dynamic ? withoutDirectoryRead(dynamic) : catalog;
 const factory = () => {
   const mcp = new McpServer({ name: "skills-peer", version: "1.0.0" });
   skills.attach(mcp);
