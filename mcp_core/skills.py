@@ -16,6 +16,9 @@ size in bytes, or ``"dynamic"`` (no manifest). The files themselves are read wit
   fatal), ``skill_from_get`` a ``skills/get`` result.
 - ``Skill.resource(path)`` resolves a path against the skill's root and finds it in the
   manifest: ``SkillVerificationError('unlisted')`` when it is not there, before anything is read.
+- ``DirectoryListing`` gathers the pages of ``resources/directory/read`` (only for a server
+  whose extension settings say ``directoryRead: true``): a directory's children, which never
+  extend a skill's manifest.
 - ``verify_skill_file`` checks the bytes read (``text`` as UTF-8, ``blob`` decoded): length ==
   ``size``, ``sha256:`` + lowercase hex == ``digest``, and for ``SKILL.md`` its frontmatter
   equal to the listed one field by field. Any failure is a ``SkillVerificationError`` whose
@@ -37,13 +40,15 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, cast
 
 from ._session.checks import SKILLS_EXTENSION
-from ._vocabulary.errors import InvalidResponse, McpError
-from ._vocabulary.models import ReadResourceResult, ResourceContents
+from ._vocabulary.errors import InvalidResponse, ListTooLong, McpError
+from ._vocabulary.models import ReadResourceResult, Resource, ResourceContents
 
 __all__ = [
+    "DIRECTORY_MIME_TYPE",
     "MAX_SKILL_BYTES",
     "MAX_SKILL_RESOURCES",
     "SKILLS_EXTENSION",
+    "DirectoryListing",
     "Skill",
     "SkillResource",
     "SkillVerificationError",
@@ -61,6 +66,10 @@ __all__ = [
 MAX_SKILL_RESOURCES = 512
 MAX_SKILL_BYTES = 16 * 1024 * 1024
 SKILL_FILE = "SKILL.md"
+# SEP-2640: a directory's children name a sub-directory by this type (its URI without a
+# trailing slash).
+DIRECTORY_MIME_TYPE = "inode/directory"
+DIRECTORY_READ = "resources/directory/read"
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 Reason = Literal["unlisted", "size", "digest", "frontmatter"]
@@ -116,6 +125,12 @@ class Skill:
     def root(self) -> str:
         """The URI the skill's relative paths resolve against (``uri`` up to its last ``/``)."""
         return self.uri.rpartition("/")[0] + "/"
+
+    @property
+    def directory(self) -> str:
+        """The skill's directory as ``resources/directory/read`` names it (``root`` without
+        its trailing slash)."""
+        return self.root.removesuffix("/")
 
     def resource(self, path: str = SKILL_FILE) -> SkillResource:
         """The manifest entry of ``path`` (relative to ``root``, or a full URI);
@@ -245,6 +260,53 @@ class SkillsListing:
         if cursor is not None:
             self._cursors.add(cursor)
         self._params = None if cursor is None else {"cursor": cursor}
+
+
+class DirectoryListing:
+    """Every page of ``resources/directory/read`` of one directory gathered, without I/O:
+    while ``params()`` is not None, send the request with those params and ``add()`` its
+    result. ``resources`` are the directory's direct children as sent; a sub-directory's
+    ``mime_type`` is ``DIRECTORY_MIME_TYPE``. The method is only for a server whose extension
+    settings say ``directoryRead: true``, and what it answers is only what the server says is
+    there: it never extends a skill's manifest (``Skill.resource`` still refuses what the
+    manifest does not list). ``add`` raises ``InvalidResponse`` for a result that is no page,
+    or a ``nextCursor`` already followed, and ``ListTooLong`` when the directory needs more
+    than ``max_pages`` pages (a partial listing would look complete)."""
+
+    def __init__(self, directory: Skill | str, max_pages: int = 1000) -> None:
+        self._uri = directory.directory if isinstance(directory, Skill) else directory
+        self.resources: list[Resource] = []
+        self._params: dict[str, Any] | None = {"uri": self._uri}
+        self._cursors: set[str] = set()
+        self._pages = 0
+        self._max_pages = max_pages
+
+    def params(self) -> dict[str, Any] | None:
+        """The next request's params (``{"uri": ...}``, then with ``"cursor"``), or None when
+        done."""
+        return None if self._params is None else dict(self._params)
+
+    def add(self, result: object) -> None:
+        """Read one page (the result of the request ``params()`` named)."""
+        try:
+            if not isinstance(result, Mapping):
+                raise ValueError("not an object")
+            listed, cursor = result.get("resources"), result.get("nextCursor")
+            if not isinstance(listed, list):
+                raise ValueError("resources is not a list")
+            if cursor is not None and not isinstance(cursor, str):
+                raise ValueError("nextCursor is not a string")
+            self.resources += [Resource.from_wire(item) for item in listed]
+        except ValueError as error:
+            raise InvalidResponse(DIRECTORY_READ, str(error)) from None
+        self._pages += 1
+        if cursor is not None and cursor in self._cursors:
+            raise InvalidResponse(DIRECTORY_READ, f"nextCursor {cursor[:80]!r} came back again")
+        if cursor is not None and self._pages >= self._max_pages:
+            raise ListTooLong(DIRECTORY_READ, self._pages, len(self.resources))
+        if cursor is not None:
+            self._cursors.add(cursor)
+        self._params = None if cursor is None else {"uri": self._uri, "cursor": cursor}
 
 
 def skill_from_get(result: object) -> Skill:

@@ -53,7 +53,13 @@ from mcp_core import (
     Unsubscribe,
 )
 from mcp_core.driver import CompletionRef, completion_params, lists_tools_first
-from mcp_core.skills import Skill, SkillsListing, read_skill_contents, skill_from_get
+from mcp_core.skills import (
+    DirectoryListing,
+    Skill,
+    SkillsListing,
+    read_skill_contents,
+    skill_from_get,
+)
 
 from ._session import AuthorizeCallback, CompletionCallback, Handler, Session, UpdateCallback
 
@@ -539,6 +545,22 @@ class Client:
         uri = skill.resource(path).uri  # an unlisted path raises here, before sending
         result = self.read_resource(uri, timeout=timeout)
         return read_skill_contents(skill, uri, result)
+
+    def read_skill_directory(
+        self, directory: Skill | str, *, timeout: float | None = None
+    ) -> list[Resource]:
+        """The children of a directory resource (a skill's, or the URI of a directory in one,
+        without a trailing slash), every page of ``resources/directory/read`` (``timeout`` per
+        page; more than the spec's ``max_list_pages`` pages: ``ListTooLong``). A
+        sub-directory's ``mime_type`` is ``'inode/directory'``. ``NotSupported`` before
+        sending unless the server's skills settings say ``directoryRead: true``;
+        ``JsonRpcError`` (``-32602``) for a URI that is not a directory. The children never
+        extend the skill's manifest: ``read_skill`` still reads only the files it lists."""
+        listing = DirectoryListing(directory, self._spec.max_list_pages)
+        while (params := listing.params()) is not None:
+            page = self._request("resources/directory/read", params, timeout, raw=True)
+            listing.add(page)
+        return listing.resources
 
     def subscribe(
         self, uri: str, on_update: UpdateCallback, *, timeout: float | None = None

@@ -25,10 +25,12 @@ SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 
 # The server capability each method needs (2025-11-25 schema, ServerCapabilities). tools/* is
 # not checked: servers that list tools without declaring them are common, and harmless.
-# ``extensions.<id>``: the extension's settings object under ``capabilities.extensions``.
+# ``extensions.<vendor>/<name>``: the extension's settings object under
+# ``capabilities.extensions``; ``extensions.<vendor>/<name>.<setting>``: a setting in it, true.
 REQUIRED_CAPABILITY = {
     "skills/list": f"extensions.{SKILLS_EXTENSION}",
     "skills/get": f"extensions.{SKILLS_EXTENSION}",
+    "resources/directory/read": f"extensions.{SKILLS_EXTENSION}.directoryRead",  # SEP-2640
     "resources/list": "resources",
     "resources/templates/list": "resources",
     "resources/read": "resources",
@@ -48,7 +50,10 @@ def missing_capability(capabilities: Mapping[str, Any], method: str) -> str | No
     name, _, flag = needed.partition(".")
     declared = capabilities.get(name)
     if name == "extensions":  # an extension is declared by its settings object ({} for none)
-        if not isinstance(declared, dict) or not isinstance(declared.get(flag), dict):
+        vendor, _, rest = flag.partition("/")
+        extension, _, setting = rest.partition(".")
+        settings = declared.get(f"{vendor}/{extension}") if isinstance(declared, dict) else None
+        if not isinstance(settings, dict) or (setting and settings.get(setting) is not True):
             return needed
     elif not isinstance(declared, dict) or (flag and declared.get(flag) is not True):
         return needed

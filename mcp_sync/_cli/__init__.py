@@ -6,6 +6,7 @@
     mcp-client read   SERVER URI [SOURCE] [--out FILE] [--timeout S] [--json]
     mcp-client prompts [SOURCE] [--json]                     the namespaced prompt list
     mcp-client prompt NAME [--arg KEY=VALUE]... [SOURCE] [--timeout S] [--json]
+    mcp-client skills SERVER [SKILL] [--read [PATH]] [SOURCE] [--timeout S] [--json]
     mcp-client status [SOURCE] [--json]                      one line per server
     mcp-client login  SERVER [SOURCE]                        log in to an OAuth server
     mcp-client logout SERVER [SOURCE]                        forget its stored login
@@ -20,7 +21,8 @@ Prompts are named like tools (``mcp__<server>__<prompt>``; a bare name works wit
 Resources are not: a URI means something to its own server only, so ``read`` names the server.
 ``read`` prints a text resource as it is; a binary one (a blob) is described by its size and
 MIME type, and ``--out FILE`` writes its bytes (a text one's as UTF-8). ``prompt`` prints each
-message as ``role: text``.
+message as ``role: text``. ``skills`` lists one server's Agent Skills (SEP-2640), a skill's
+files, or with ``--read`` one file, printed only once it matches the skill's manifest.
 
 Logins (OAuth): ``login`` runs the OAuth flow for one HTTP server (the browser step opens
 the authorization URL, which is also printed on stderr, and waits for the redirect on a
@@ -32,14 +34,15 @@ a server that needs a login is reported with the ``mcp-client login ...`` line t
 
 Exit codes (``EXIT_*`` in ``errors.py``): 0 success (``login``: also a server that needs no login;
 ``logout``: also when nothing was stored); 1 the tool answered with ``isError``; 2 bad input
-(usage, arguments that are not a JSON object, an unknown server, tool or prompt, a server that
-does not offer resources or prompts at all, a request the server refused as invalid: JSON-RPC
--32602 invalid params or -32002 resource not found, a missing or empty config, an unreadable
-recording, a token file that is corrupt or cannot be written, an ``--out`` file that cannot be
-written); 3 a server is unavailable (it did not connect, or needs a login; for ``status``: not
-every server is ready); 4 the call failed (timeout, server exit, protocol error), or the login
-failed (the authorization server refused, the browser step did not finish); 70 a bug in this
-command (a traceback on stderr); 130 interrupted.
+(usage, arguments that are not a JSON object, an unknown server, tool, prompt or skill, a
+server that does not offer resources, prompts or skills at all, a skill file its manifest does
+not list, a request the server refused as invalid: JSON-RPC -32602 invalid params or -32002
+resource not found, a missing or empty config, an unreadable recording, a token file that is
+corrupt or cannot be written, an ``--out`` file that cannot be written); 3 a server is
+unavailable (it did not connect, or needs a login; for ``status``: not every server is ready);
+4 the call failed (timeout, server exit, protocol error, a skill file other than its manifest
+lists), or the login failed (the authorization server refused, the browser step did not
+finish); 70 a bug in this command (a traceback on stderr); 130 interrupted.
 
 This is the blocking driver's command: no event loop. Human output uses rich (a table, a
 spinner while servers start, a bar while a call reports progress; the animations only when
@@ -74,6 +77,7 @@ The package, one module per part of the command:
 - ``render.py``: the output: MCP JSON, rich tables, the spinner and the progress bar.
 - ``listing.py``: ``tools``, ``resources``, ``prompts`` and ``status`` (every server).
 - ``calls.py``: ``call``, ``read`` and ``prompt`` (one request to one server).
+- ``skills.py``: ``skills`` (one server's Agent Skills, a skill's files, one file checked).
 - ``logins.py``: ``login`` and ``logout`` (OAuth).
 - ``recordings.py``: ``replay``.
 """
@@ -93,16 +97,20 @@ from .errors import EXIT_BUG, EXIT_INTERRUPTED, EXIT_OK, CliError
 from .listing import prompts, resources, status, tools
 from .logins import login, logout
 from .recordings import replay_command
+from .skills import skills
 
 __all__ = ["main"]
 
 
 @click.group(
     # Each command is in the module of its part (the package docstring); --help sorts them.
-    commands=[tools, resources, prompts, status, call, read, prompt, login, logout, replay_command],
+    commands=[
+        *(tools, resources, prompts, status, call, read, prompt, skills),
+        *(login, logout, replay_command),
+    ],
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="\b\nExit codes: 0 ok, 1 the tool reported an error, 2 bad input (usage, JSON "
-    "arguments,\nunknown server, tool or prompt, a request the server refused as invalid, "
+    "arguments,\nunknown server, tool, prompt or skill, a request the server refused as invalid, "
     "missing\nconfig, bad token file), 3 server unavailable or needs a login, 4 call or login "
     "failed.",
 )

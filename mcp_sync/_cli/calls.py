@@ -22,10 +22,10 @@ from .render import ProgressBar, animated, block_text, print_json, wire_json
 from .running import loaded_server, reported, route_of, server_group, start_one
 from .sources import load_servers, named_server, source_options
 
-__all__ = ["call", "prompt", "read"]
+__all__ = ["call", "prompt", "read", "timeout_option"]
 
-# --timeout of read and prompt (call has its own, which says "call").
-_timeout_option = click.option(
+# --timeout of read, prompt and skills (call has its own, which says "call").
+timeout_option = click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
@@ -133,7 +133,7 @@ def _print_result(result: CallToolResult) -> None:
     metavar="FILE",
     help="Write the resource's bytes to FILE (a blob as it is, text as UTF-8).",
 )
-@_timeout_option
+@timeout_option
 @source_options
 def read(
     server: str,
@@ -211,7 +211,7 @@ def _print_contents(result: ReadResourceResult) -> None:
     metavar="KEY=VALUE",
     help="An argument of the prompt (repeatable); values are strings.",
 )
-@_timeout_option
+@timeout_option
 @source_options
 def prompt(
     name: str,

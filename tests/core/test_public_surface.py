@@ -199,9 +199,11 @@ SUBMODULES = {
         "token_store_key",
     ],
     "mcp_core.skills": [
+        "DIRECTORY_MIME_TYPE",
         "MAX_SKILL_BYTES",
         "MAX_SKILL_RESOURCES",
         "SKILLS_EXTENSION",
+        "DirectoryListing",
         "Skill",
         "SkillResource",
         "SkillVerificationError",

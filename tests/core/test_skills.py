@@ -8,11 +8,20 @@ from typing import Any
 
 import pytest
 
-from mcp_core import InvalidResponse, McpError, ReadResourceResult, ResourceContents
+from mcp_core import (
+    InvalidResponse,
+    ListTooLong,
+    McpError,
+    ReadResourceResult,
+    Resource,
+    ResourceContents,
+)
 from mcp_core.skills import (
+    DIRECTORY_MIME_TYPE,
     MAX_SKILL_BYTES,
     MAX_SKILL_RESOURCES,
     SKILLS_EXTENSION,
+    DirectoryListing,
     Skill,
     SkillResource,
     SkillsListing,
@@ -182,6 +191,61 @@ def test_a_listing_refuses_a_bad_page(pages: list[Any], why: str) -> None:
     with pytest.raises(InvalidResponse, match=why):
         for page in pages:
             listing.add(page)
+
+
+def test_a_directory_listing_follows_every_page() -> None:
+    # SEP-2640 resources/directory/read: {uri, cursor?} -> {resources, nextCursor?}; a
+    # skill's directory is its root without the trailing slash.
+    skill = skill_from_wire(entry())
+    assert skill.directory == "skill://pdf-processing"
+    listing = DirectoryListing(skill)
+    assert listing.params() == {"uri": "skill://pdf-processing"}
+    sub = {"uri": ROOT + "references", "name": "references", "mimeType": DIRECTORY_MIME_TYPE}
+    listing.add({"resources": [sub], "nextCursor": "2"})
+    assert listing.params() == {"uri": "skill://pdf-processing", "cursor": "2"}
+    listing.add({"resources": [{"uri": ROOT + "SKILL.md", "name": "SKILL.md", "size": 9}]})
+    assert listing.params() is None
+    assert [(r.uri, r.mime_type) for r in listing.resources] == [
+        (ROOT + "references", "inode/directory"),
+        (ROOT + "SKILL.md", None),
+    ]
+    assert all(isinstance(r, Resource) for r in listing.resources)
+    # What a directory holds never extends the manifest: an unlisted file stays unlisted.
+    listing = DirectoryListing(ROOT + "references")
+    listing.add({"resources": [{"uri": ROOT + "references/NEW.md", "name": "NEW.md"}]})
+    with pytest.raises(SkillVerificationError, match="unlisted"):
+        skill.resource("references/NEW.md")
+
+
+@pytest.mark.parametrize(
+    ("pages", "why"),
+    [
+        ([[]], "not an object"),
+        ([{"skills": []}], "resources is not a list"),
+        ([{"resources": [], "nextCursor": 3}], "nextCursor is not a string"),
+        ([{"resources": [{"name": "no uri"}]}], "uri"),
+        ([{"resources": [], "nextCursor": "a"}, {"resources": [], "nextCursor": "a"}], "came back"),
+    ],
+)
+def test_a_directory_listing_refuses_a_bad_page(pages: list[Any], why: str) -> None:
+    listing = DirectoryListing("skill://a")
+    with pytest.raises(InvalidResponse, match=why) as caught:
+        for page in pages:
+            listing.add(page)
+    assert caught.value.method == "resources/directory/read"
+
+
+def test_a_directory_listing_stops_at_the_page_cap() -> None:
+    listing = DirectoryListing("skill://a", max_pages=2)
+    child = {"uri": "skill://a/x", "name": "x"}
+    listing.add({"resources": [child], "nextCursor": "1"})
+    with pytest.raises(ListTooLong) as caught:
+        listing.add({"resources": [child], "nextCursor": "2"})
+    assert (caught.value.method, caught.value.pages, caught.value.items) == (
+        "resources/directory/read",
+        2,
+        2,
+    )
 
 
 def test_contents_are_picked_by_uri_and_verified() -> None:

@@ -1,7 +1,8 @@
 """Skills (SEP-2640) against a real peer: the official TypeScript SDK's server with its skills
 extension (tests/servers/skills_server.mjs, npm @modelcontextprotocol/server), each driver, each
 era. Listing reads no file; read_skill reads and verifies one; a file changed on the wire (after
-the server's own check) is caught by the client's."""
+the server's own check) is caught by the client's. resources/directory/read goes out only to a
+server whose skills settings say directoryRead: true."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 import mcp_core as core
-from mcp_core.skills import SKILLS_EXTENSION, Skill, SkillVerificationError
+from mcp_core.skills import DIRECTORY_MIME_TYPE, SKILLS_EXTENSION, Skill, SkillVerificationError
 from tests.conftest import REPO_ROOT, SERVERS_DIR
 from tests.drivers.facade import Facade
 
@@ -83,3 +84,42 @@ async def test_a_server_without_the_extension_is_not_asked(driver: str) -> None:
     async with Facade(driver, command=str(everything), args=[], era="legacy") as client:
         with pytest.raises(core.NotSupported, match=r"extensions\.io\.modelcontextprotocol/skills"):
             await call(client, "list_skills")
+
+
+@pytest.mark.parametrize("era", ["auto", "legacy"])
+async def test_a_directory_is_read_page_by_page(driver: str, era: str) -> None:
+    # Pages of one entry: each directory's children come back whole only by following
+    # nextCursor.
+    async with peer(driver, era, SKILLS_PAGE_SIZE="1") as client:
+        extensions = client.status().capabilities["extensions"]  # type: ignore[index]
+        assert extensions[SKILLS_EXTENSION] == {"directoryRead": True}
+        (skill,) = await call(client, "list_skills")
+        children = await call(client, "read_skill_directory", skill)
+        assert [(r.uri, r.name, r.mime_type) for r in children] == [
+            (SKILL_MD, "SKILL.md", "text/markdown"),
+            ("skill://pdf-processing/references", "references", DIRECTORY_MIME_TYPE),
+        ]
+        (forms,) = await call(client, "read_skill_directory", "skill://pdf-processing/references")
+        assert (forms.uri, forms.size) == (
+            FORMS,
+            len((SKILLS / "pdf-processing" / "references" / "FORMS.md").read_bytes()),
+        )
+        with pytest.raises(core.JsonRpcError) as caught:
+            await call(client, "read_skill_directory", SKILL_MD)  # a file, not a directory
+        assert caught.value.code == -32602
+
+
+async def test_directory_read_is_refused_without_directory_read(driver: str) -> None:
+    # The same skills from a source without directory reads: settings {}, and no handler (a
+    # request sent would come back -32601, not NotSupported).
+    async with peer(driver, SKILLS_NO_DIRECTORY_READ="1") as client:
+        extensions = client.status().capabilities["extensions"]  # type: ignore[index]
+        assert extensions[SKILLS_EXTENSION] == {}
+        (skill,) = await call(client, "list_skills")
+        with pytest.raises(core.NotSupported, match=r"skills\.directoryRead") as caught:
+            await call(client, "read_skill_directory", skill)
+        assert caught.value.method == "resources/directory/read"
+        assert (
+            await call(client, "read_skill", skill)
+            == (SKILLS / "pdf-processing" / "SKILL.md").read_text()
+        )

@@ -539,6 +539,21 @@ REFUSED: list[tuple[dict[str, Any], Any, str, str]] = [
         "resources.subscribe",
         "resources/subscribe",
     ),
+    # resources/directory/read: only when the extension's settings say directoryRead: true.
+    *[
+        (
+            {**ALL, "extensions": extensions},
+            dict(method="resources/directory/read", params={"uri": "skill://a"}),
+            "extensions.io.modelcontextprotocol/skills.directoryRead",
+            "",
+        )
+        for extensions in (
+            {},
+            {"io.modelcontextprotocol/skills": {}},
+            {"io.modelcontextprotocol/skills": {"directoryRead": "true"}},
+            {"com.example/other": {"directoryRead": True}},
+        )
+    ],
 ]
 
 
@@ -591,6 +606,14 @@ def test_a_declared_extension_is_kept_and_its_methods_are_sent(era: str) -> None
     assert capabilities is not None and capabilities["extensions"] == extensions
     ask(h, dict(method="skills/list", params={}))
     assert written(h) == ["skills/list"]
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_directory_read_goes_out_when_the_settings_say_so(era: str) -> None:
+    extensions = {"io.modelcontextprotocol/skills": {"directoryRead": True}}
+    h = (legacy if era == "legacy" else modern)({**ALL, "extensions": extensions})
+    ask(h, dict(method="resources/directory/read", params={"uri": "skill://a"}))
+    assert written(h) == ["resources/directory/read"]
 
 
 def test_before_a_session_is_ready_the_caller_hears_not_ready_not_not_supported() -> None:
