@@ -492,7 +492,11 @@ class Calls:
         result = response.result
         assert result is not None
         result_type = result.get("resultType", "complete")
-        if isinstance(work, CallWork) and self.tasks.is_task(connection, work, result):
+        if (
+            (result_type == "task" or "task" in result)  # cheap checks first: the hot path
+            and isinstance(work, CallWork)
+            and self.tasks.is_task(connection, work, result)
+        ):
             self.tasks.begin(connection, work, result)
         elif result_type == "input_required" and isinstance(work, CallWork):
             self._on_input_required(connection, work, result)
