@@ -60,6 +60,7 @@ ACTIONS = [
     "CloseStdin",
     "ElicitationComplete",
     "HandleServerRequest",
+    "ListChanged",
     "Log",
     "ProgressUpdate",
     "ResourceUpdated",
