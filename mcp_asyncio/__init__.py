@@ -13,6 +13,7 @@ from ._client import (
     Client,
     CompletionCallback,
     Handler,
+    ListChangedCallback,
     ProgressCallback,
     UpdateCallback,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "CompletionCallback",
     "FileTokenStore",
     "Handler",
+    "ListChangedCallback",
     "ProgressCallback",
     "TokenStoreError",
     "UpdateCallback",

@@ -14,6 +14,7 @@ from ._client import (
     Client,
     CompletionCallback,
     Handler,
+    ListChangedCallback,
     ProgressCallback,
     UpdateCallback,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "CompletionCallback",
     "FileTokenStore",
     "Handler",
+    "ListChangedCallback",
     "ProgressCallback",
     "TokenStoreError",
     "UpdateCallback",
