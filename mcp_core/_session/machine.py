@@ -172,8 +172,7 @@ class SessionMachine:
         modes, or for modes other than form alone without an 'elicitation' handler.
         ``sampling_tools`` declares ``sampling: {"tools": {}}`` (2025-11-25): the 'sampling'
         handler (without one: ``ValueError``) then gets requests with tools (``sampling.py``).
-        ``list_changed``: a list change is a ``ListChanged`` action too, and a 2026-07-28
-        listen stream asks for list changes (``subscriptions.py``).
+        ``list_changed``: list changes become ``ListChanged`` actions too (``subscriptions.py``).
 
         ``oauth`` (HTTP only, and not with an ``Authorization`` header in the spec): run the
         OAuth flow when the server asks for a token (``_auth/layer.py``), starting from the
