@@ -58,7 +58,7 @@ from mcp_core.group import (
     plan_group,
 )
 
-from ._client import AuthorizeCallback, Client, CompletionCallback, Handler
+from ._client import AuthorizeCallback, Client, CompletionCallback, Handler, ListChangedCallback
 from ._fanout import TableLock, all_at_once, stop_all
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ class ClientOptions(GroupSpecFields, total=False):
     sampling: Handler | None
     sampling_tools: bool
     roots: Handler | None
+    on_list_changed: ListChangedCallback | None
     authorize: AuthorizeCallback | None
     token_store: TokenStore | None
     interactive: bool

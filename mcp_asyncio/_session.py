@@ -88,6 +88,7 @@ from mcp_core import (
     ElicitationComplete,
     Event,
     HandleServerRequest,
+    ListChanged,
     Log,
     NotReady,
     PrepareAuthorization,
@@ -118,7 +119,14 @@ from ._process import ProcessSlot, callback_context
 if TYPE_CHECKING:
     from _mcp_io.http import Network
 
-__all__ = ["AuthorizeCallback", "CompletionCallback", "Handler", "Session", "UpdateCallback"]
+__all__ = [
+    "AuthorizeCallback",
+    "CompletionCallback",
+    "Handler",
+    "ListChangedCallback",
+    "Session",
+    "UpdateCallback",
+]
 
 # The name it logged under when the session was part of _client.py: kept for log filters.
 _log = logging.getLogger("mcp_asyncio._client")
@@ -265,11 +273,13 @@ class Session:
         authorize: AuthorizeCallback | None,
         token_store: TokenStore | None,
         interactive: bool,
+        on_list_changed: ListChangedCallback | None,
     ) -> None:
         self._spec = spec
         self._network = network
         self._record = record
         self._elicitation_complete = elicitation_complete
+        self._on_list_changed = on_list_changed
         self._handlers = handlers
         self._tokens = TokenKeeper(token_store, _now, _log)
         self.machine = SessionMachine(
@@ -278,6 +288,7 @@ class Session:
             handlers=[HANDLED_REQUESTS[method] for method in handlers],
             elicitation_modes=elicitation_modes,
             sampling_tools=sampling_tools,
+            list_changed=on_list_changed is not None,
             **self._tokens.machine_keywords(spec, interactive=interactive),
         )
         self._authorize = authorize
@@ -405,6 +416,7 @@ class Session:
                 elicitation_modes=self.machine.elicitation_modes,
                 sampling_tools=self.machine.sampling_tools,
                 known_era=self.machine.known_era,
+                list_changed=self.machine.list_changed,
             )
         self._origin = ProcessOrigin()
         self._loop = _running_loop()
@@ -660,6 +672,11 @@ class Session:
                 if on_update is not None:
                     assert self._tasks is not None
                     self._tasks.start_soon(self._updated, on_update, action.uri)
+            case ListChanged():
+                if self._on_list_changed is not None:
+                    assert self._tasks is not None
+                    name = "on_list_changed callback"
+                    self._tasks.start_soon(self._updated, self._on_list_changed, action.kind, name)
             case Log():
                 level = logging.getLevelNamesMapping().get(action.level, logging.WARNING)
                 logging.getLogger(action.logger).log(level, "%s", action.message)
@@ -719,14 +736,20 @@ class Session:
         except Exception:
             _log.exception("the elicitation_complete callback raised")
 
-    async def _updated(self, on_update: UpdateCallback, uri: str) -> None:
-        """Run a subscriber's callback (plain or async); its exception is logged."""
+    async def _updated(
+        self,
+        callback: UpdateCallback,
+        value: str,
+        name: str = "on_update callback of a subscription",
+    ) -> None:
+        """Run a subscriber's callback or ``on_list_changed`` (plain or async); its exception
+        is logged."""
         try:
-            result = on_update(uri)
+            result = callback(value)
             if inspect.isawaitable(result):
                 await result
         except Exception:
-            _log.exception("the on_update callback of a subscription raised")
+            _log.exception("the %s raised", name)
 
     async def _answer(self, handler: Handler, action: HandleServerRequest) -> None:
         """Run the application's handler (plain or async); its failure, or an answer that is
@@ -828,6 +851,16 @@ UpdateCallback = Callable[[str], object]
 changed (``notifications/resources/updated``). A plain function or a coroutine function, run
 in a task of the client, one task per update (a plain one runs on the event loop: it must not
 block); it may await the client, e.g. ``read_resource(uri)``. Its exceptions are logged."""
+
+ListChangedCallback = Callable[[str], object]
+"""``on_list_changed=``: called with ``"tools"``, ``"prompts"`` or ``"resources"`` each time the
+server says that list changed (``notifications/<kind>/list_changed``; ``"resources"`` covers the
+resource templates too), after the client dropped its cache of it: a ``list_tools()`` (or
+``list_prompts()``, ...) from the callback asks the server. A plain function or a coroutine
+function, run in a task of the client, one task per change (a plain one runs on the event
+loop: it must not block); its exceptions are logged. In the 2026-07-28 era the server sends
+changes only on a ``subscriptions/listen`` stream that asks for them, which the client keeps
+open while the session is ready (docs/resources.md)."""
 
 CompletionCallback = Callable[[str], object]
 """``elicitation_complete=``: called with the ``elicitationId`` of a URL elicitation the server

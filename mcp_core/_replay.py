@@ -39,7 +39,7 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from ._config.spec import Spec
 from ._transport.http_parts import content_type, parse_json_body
@@ -257,11 +257,12 @@ class Recorder:
         elicitation_modes: Iterable[str] = ("form",),
         sampling_tools: bool = False,
         known_era: str | None = None,
+        list_changed: bool = False,
     ) -> None:
-        """``handlers``, ``elicitation_modes``, ``sampling_tools`` and ``known_era`` (the
-        machine's attribute: the era verdict of an earlier probe it started from): what the
-        machine was built with (they change what it declares, answers and sends, so a replay
-        must build the same machine)."""
+        """``handlers``, ``elicitation_modes``, ``sampling_tools``, ``known_era`` (the
+        machine's attribute: the era verdict of an earlier probe it started from) and
+        ``list_changed``: what the machine was built with (they change what it declares,
+        answers, sends and asks the driver to do, so a replay must build the same machine)."""
         self._write = write
         header: dict[str, object] = {"format": FORMAT, "version": VERSION, "spec": spec.redacted()}
         if handlers:
@@ -273,6 +274,8 @@ class Recorder:
             header["sampling_tools"] = True
         if known_era is not None:  # not written when unknown: older recordings stay the same
             header["known_era"] = known_era
+        if list_changed:  # written only when asked for: older recordings stay the same
+            header["list_changed"] = True
         write(_line(header))
 
     def record(self, event: Event, *, secret: bool = False) -> None:
@@ -287,18 +290,29 @@ def read_recording(lines: Iterable[str]) -> tuple[Spec, list[Event]]:
     version, or a line that is not a valid event; ``InvalidSpec`` if the header's spec is
     refused.
     """
-    spec, _handlers, _modes, _tools, _era, events = _read(lines)
+    spec, _keywords, events = _read(lines)
     return spec, events
 
 
-def _read(
-    lines: Iterable[str],
-) -> tuple[Spec, tuple[str, ...], tuple[str, ...], bool, str | None, list[Event]]:
+class _Built(TypedDict):
+    """The keywords a recorded machine was built with, from the header (``Recorder``)."""
+
+    handlers: tuple[str, ...]
+    elicitation_modes: tuple[str, ...]
+    sampling_tools: bool
+    known_era: str | None
+    list_changed: bool
+
+
+def _read(lines: Iterable[str]) -> tuple[Spec, _Built, list[Event]]:
     spec: Spec | None = None
-    handlers: tuple[str, ...] = ()
-    modes: tuple[str, ...] = ("form",)
-    sampling_tools = False
-    known_era: str | None = None
+    built = _Built(
+        handlers=(),
+        elicitation_modes=("form",),
+        sampling_tools=False,
+        known_era=None,
+        list_changed=False,
+    )
     events: list[Event] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -311,24 +325,7 @@ def _read(
             raise ValueError(f"recording line {number} is not a JSON object")
         if spec is None:
             spec = _read_header(data)
-            listed = data.get("handlers", [])
-            if not isinstance(listed, list) or not all(isinstance(h, str) for h in listed):
-                raise ValueError('the recording header\'s "handlers" must be a list of names')
-            handlers = tuple(listed)
-            listed = data.get("elicitation_modes", ["form"])
-            if not isinstance(listed, list) or not all(isinstance(m, str) for m in listed):
-                raise ValueError(
-                    'the recording header\'s "elicitation_modes" must be a list of names'
-                )
-            modes = tuple(listed)
-            sampling_tools = data.get("sampling_tools", False)
-            if not isinstance(sampling_tools, bool):
-                raise ValueError('the recording header\'s "sampling_tools" must be true or false')
-            known_era = data.get("known_era")
-            if known_era not in (None, "legacy", "modern", "sse"):
-                raise ValueError(
-                    'the recording header\'s "known_era" must be "legacy", "modern" or "sse"'
-                )
+            built = _built(data)
             continue
         try:
             events.append(decode_event(data))
@@ -336,7 +333,33 @@ def _read(
             raise ValueError(f"recording line {number}: {exc}") from None
     if spec is None:
         raise ValueError("the recording is empty: no header line")
-    return spec, handlers, modes, sampling_tools, known_era, events
+    return spec, built, events
+
+
+def _built(data: dict[str, Any]) -> _Built:
+    listed = data.get("handlers", [])
+    if not isinstance(listed, list) or not all(isinstance(h, str) for h in listed):
+        raise ValueError('the recording header\'s "handlers" must be a list of names')
+    modes = data.get("elicitation_modes", ["form"])
+    if not isinstance(modes, list) or not all(isinstance(m, str) for m in modes):
+        raise ValueError('the recording header\'s "elicitation_modes" must be a list of names')
+    known_era = data.get("known_era")
+    if known_era not in (None, "legacy", "modern", "sse"):
+        raise ValueError('the recording header\'s "known_era" must be "legacy", "modern" or "sse"')
+    return _Built(
+        handlers=tuple(listed),
+        elicitation_modes=tuple(modes),
+        sampling_tools=_flag(data, "sampling_tools"),
+        known_era=known_era,
+        list_changed=_flag(data, "list_changed"),
+    )
+
+
+def _flag(data: dict[str, Any], name: str) -> bool:
+    value = data.get(name, False)
+    if not isinstance(value, bool):
+        raise ValueError(f'the recording header\'s "{name}" must be true or false')
+    return value
 
 
 def _read_header(data: Mapping[str, object]) -> Spec:
@@ -363,17 +386,11 @@ def replay_lines(
     ``machine`` builds the machine from the header's spec (default: ``SessionMachine``).
     Raises as ``read_recording`` does.
     """
-    spec, handlers, modes, tools, known_era, events = _read(lines)
+    spec, built, events = _read(lines)
     if machine is None:
         from ._session.machine import SessionMachine  # lazily: the machine imports this package
 
-        session: _Machine = SessionMachine(
-            spec,
-            handlers=handlers,
-            elicitation_modes=modes,
-            sampling_tools=tools,
-            known_era=known_era,
-        )
+        session: _Machine = SessionMachine(spec, **built)
     else:
         session = machine(spec)
     actions: list[Action] = []
@@ -439,16 +456,10 @@ class Cassette:
     @classmethod
     def from_lines(cls, lines: Iterable[str]) -> Cassette:
         """Read a recording (raises as ``read_recording`` does)."""
-        spec, handlers, modes, tools, known_era, events = _read(lines)
+        spec, built, events = _read(lines)
         from ._session.machine import SessionMachine  # lazily: the machine imports this package
 
-        machine = SessionMachine(
-            spec,
-            handlers=handlers,
-            elicitation_modes=modes,
-            sampling_tools=tools,
-            known_era=known_era,
-        )
+        machine = SessionMachine(spec, **built)
         wire = _Wire(spec.max_message_bytes)
         for event in events:
             try:

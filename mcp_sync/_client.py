@@ -61,7 +61,14 @@ from mcp_core.skills import (
     skill_from_get,
 )
 
-from ._session import AuthorizeCallback, CompletionCallback, Handler, Session, UpdateCallback
+from ._session import (
+    AuthorizeCallback,
+    CompletionCallback,
+    Handler,
+    ListChangedCallback,
+    Session,
+    UpdateCallback,
+)
 
 if TYPE_CHECKING:
     import ssl
@@ -71,6 +78,7 @@ __all__ = [
     "Client",
     "CompletionCallback",
     "Handler",
+    "ListChangedCallback",
     "ProgressCallback",
     "Task",
     "UpdateCallback",
@@ -114,6 +122,7 @@ class Client:
         sampling: Handler | None = None,
         sampling_tools: bool = False,
         roots: Handler | None = None,
+        on_list_changed: ListChangedCallback | None = None,
         authorize: AuthorizeCallback | None = None,
         token_store: TokenStore | None = None,
         interactive: bool = True,
@@ -126,6 +135,9 @@ class Client:
         ``CompletionCallback`` for the handlers. ``sampling_tools=True`` declares
         ``sampling: {"tools": {}}`` (MCP 2025-11-25 client/sampling): the sampling handler
         then also gets requests with ``tools`` and ``toolChoice`` (docs/server-requests.md).
+        ``on_list_changed(kind)`` is called each time the server says its tools, prompts or
+        resources changed (see ``ListChangedCallback``; in the 2026-07-28 era it keeps a
+        ``subscriptions/listen`` stream open for them).
 
         ``record="s.jsonl"`` writes the session's events there (docs/replay.md).
         ``replay="s.jsonl"`` answers every request from that recording instead of a server
@@ -183,6 +195,7 @@ class Client:
             authorize=authorize,
             token_store=token_store,
             interactive=interactive,
+            on_list_changed=on_list_changed,
         )
         self._wait = wait
 

@@ -67,6 +67,7 @@ from mcp_core import (
     ElicitationComplete,
     Event,
     HandleServerRequest,
+    ListChanged,
     Log,
     NotReady,
     PrepareAuthorization,
@@ -96,7 +97,14 @@ from ._process import ProcessSlot, SharedLoop, Timer
 if TYPE_CHECKING:
     from _mcp_io.http import Network
 
-__all__ = ["AuthorizeCallback", "CompletionCallback", "Handler", "Session", "UpdateCallback"]
+__all__ = [
+    "AuthorizeCallback",
+    "CompletionCallback",
+    "Handler",
+    "ListChangedCallback",
+    "Session",
+    "UpdateCallback",
+]
 
 # The name it logged under when the session was part of _client.py: kept for log filters.
 _log = logging.getLogger("mcp_sync._client")
@@ -112,6 +120,9 @@ _WAIT_SLICE = 0.1
 _JOIN_BOUND = 5.0
 
 P = ParamSpec("P")
+
+# What the updates thread runs: a callback, its argument (a URI, a list's kind), its name.
+_Update = tuple[Callable[[str], object], str, str]
 
 
 @dataclass(slots=True)
@@ -156,7 +167,7 @@ class _Owned:
         grace: float,
         http: HttpExecutor,
         browser: BrowserStep,
-        updates: queue.SimpleQueue[tuple[UpdateCallback, str] | None],
+        updates: queue.SimpleQueue[_Update | None],
     ) -> None:
         self.name = name
         self.grace = grace  # the spec's shutdown_grace
@@ -197,11 +208,13 @@ class Session:
         authorize: AuthorizeCallback | None,
         token_store: TokenStore | None,
         interactive: bool,
+        on_list_changed: ListChangedCallback | None,
     ) -> None:
         self._spec = spec
         self._network = network
         self._record_path = record
         self._elicitation_complete = elicitation_complete
+        self._on_list_changed = on_list_changed
         self._handlers = handlers
         self._tokens = TokenKeeper(token_store, time.monotonic, _log)
         self.machine = SessionMachine(
@@ -210,6 +223,7 @@ class Session:
             handlers=[HANDLED_REQUESTS[method] for method in handlers],
             elicitation_modes=elicitation_modes,
             sampling_tools=sampling_tools,
+            list_changed=on_list_changed is not None,
             **self._tokens.machine_keywords(spec, interactive=interactive),
         )
         self._browser = BrowserStep(spec, authorize, time.monotonic)
@@ -227,9 +241,10 @@ class Session:
         self._tickets = itertools.count(1)
         self._waiters: dict[int, _Waiter] = {}
         self.on_update: dict[str, UpdateCallback] = {}  # subscribed URI -> its callback
-        # Updates to deliver, in order, by one thread started at the first one: a callback
-        # may call the client (read_resource), which a reader thread must not do.
-        self._updates: queue.SimpleQueue[tuple[UpdateCallback, str] | None] = queue.SimpleQueue()
+        # Updates and list changes to deliver, in order, by one thread started at the first one:
+        # a callback may call the client (read_resource, list_tools), which a reader thread
+        # must not do.
+        self._updates: queue.SimpleQueue[_Update | None] = queue.SimpleQueue()
         self._updater: threading.Thread | None = None
         # The most callers waiting at once since none last waited, and whether the busy spell
         # before had a single one. Only then does a caller waiting alone use the pipes itself:
@@ -276,6 +291,7 @@ class Session:
                     elicitation_modes=self.machine.elicitation_modes,
                     sampling_tools=self.machine.sampling_tools,
                     known_era=self.machine.known_era,
+                    list_changed=self.machine.list_changed,
                 )
             self._phase = "running"
             self._origin = own.origin = Origin()
@@ -509,16 +525,11 @@ class Session:
                     later.append(partial(report, waiter.progress, action, _log))
             case ResourceUpdated():
                 on_update = self.on_update.get(action.uri)
-                if on_update is not None:  # the updates thread runs it, outside the lock
-                    self._updates.put((on_update, action.uri))
-                    if self._updater is None:
-                        self._updater = threading.Thread(
-                            target=_run_updates,
-                            args=(self._updates,),
-                            name=f"mcp-{self._spec.name}-updates",
-                            daemon=True,
-                        )
-                        self._updater.start()
+                if on_update is not None:
+                    self._update((on_update, action.uri, "on_update callback of a subscription"))
+            case ListChanged():
+                if self._on_list_changed is not None:
+                    self._update((self._on_list_changed, action.kind, "on_list_changed callback"))
             case Log():
                 level = logging.getLevelNamesMapping().get(action.level, logging.WARNING)
                 log = logging.getLogger(action.logger).log
@@ -536,6 +547,18 @@ class Session:
                 later.append(self._tokens.take(action))
             case _:
                 raise TypeError(f"unknown action {action!r}")
+
+    def _update(self, update: _Update) -> None:
+        """With the lock held: have the updates thread run a callback, outside the lock."""
+        self._updates.put(update)
+        if self._updater is None:
+            self._updater = threading.Thread(
+                target=_run_updates,
+                args=(self._updates,),
+                name=f"mcp-{self._spec.name}-updates",
+                daemon=True,
+            )
+            self._updater.start()
 
     def _alone(self) -> bool:
         """With the lock held: at most one caller waits, as in the busy spell before."""
@@ -676,6 +699,16 @@ changed (``notifications/resources/updated``). It runs in a thread of the client
 update at a time, in the order they came; it may call the client, e.g. ``read_resource(uri)``
 (a callback still running makes ``stop()`` wait, up to 5 s). Its exceptions are logged."""
 
+ListChangedCallback = Callable[[str], object]
+"""``on_list_changed=``: called with ``"tools"``, ``"prompts"`` or ``"resources"`` each time the
+server says that list changed (``notifications/<kind>/list_changed``; ``"resources"`` covers the
+resource templates too), after the client dropped its cache of it: a ``list_tools()`` (or
+``list_prompts()``, ...) from the callback asks the server. It runs in the client's updates
+thread, with the ``on_update`` callbacks, one at a time, in the order they came (a callback
+still running makes ``stop()`` wait, up to 5 s); its exceptions are logged. In the 2026-07-28
+era the server sends changes only on a ``subscriptions/listen`` stream that asks for them,
+which the client keeps open while the session is ready (docs/resources.md)."""
+
 CompletionCallback = Callable[[str], object]
 """``elicitation_complete=``: called with the ``elicitationId`` of a URL elicitation the server
 reports complete (``notifications/elicitation/complete``), only for one this client was asked
@@ -701,16 +734,16 @@ def _run(later: list[Callable[[], None]]) -> None:
         perform()
 
 
-def _run_updates(updates: queue.SimpleQueue[tuple[UpdateCallback, str] | None]) -> None:
-    """The updates thread: run each subscriber's callback in turn until stop() (or the reaper
-    of a client nobody stopped) puts None; an exception is logged. It holds the queue, not
-    the client."""
+def _run_updates(updates: queue.SimpleQueue[_Update | None]) -> None:
+    """The updates thread: run each subscriber's callback (and ``on_list_changed``) in turn
+    until stop() (or the reaper of a client nobody stopped) puts None; an exception is logged.
+    It holds the queue, not the client."""
     while (update := updates.get()) is not None:
-        on_update, uri = update
+        callback, value, name = update
         try:
-            on_update(uri)
+            callback(value)
         except Exception:
-            _log.exception("the on_update callback of a subscription raised")
+            _log.exception("the %s raised", name)
 
 
 def _weakly(method: Callable[P, None]) -> Callable[P, None]:

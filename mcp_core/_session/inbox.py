@@ -6,7 +6,9 @@ stream it ends (``Subscriptions``); an answer nobody waits for any more is ignor
 request goes to the application's handlers (``ServerRequests``). A notification is progress,
 a list that changed, a resource that was updated, a subscription acknowledged, a request the
 server cancelled, a URL elicitation completed, or a log line (``notifications/message``, as a
-``Log`` action on the ``mcp.server.<name>`` logger).
+``Log`` action on the ``mcp.server.<name>`` logger). A list that changed drops the client's
+cache of it, then (for a machine built with ``list_changed=True``) becomes a ``ListChanged``
+action for the application's callback.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._transport.connection import DISCOVER, INITIALIZE, Connection, Work
-from .._vocabulary.actions import Action, Log, ResourceUpdated
+from .._vocabulary.actions import Action, ListChanged, Log, ResourceUpdated
 from .._wire import jsonrpc as rpc
 from .calls import Calls
 from .opening import Opening
@@ -37,6 +39,14 @@ _LOG_LEVELS = {
     "emergency": "CRITICAL",
 }
 
+# The list each list_changed notification is about (2025-11-25 server/tools, server/prompts,
+# server/resources §List Changed Notification).
+_LIST_CHANGES = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/resources/list_changed": "resources",
+    "notifications/prompts/list_changed": "prompts",
+}
+
 
 class Inbox:
     """Routes what one session's connections receive; see the module docstring."""
@@ -51,6 +61,7 @@ class Inbox:
         log: Callable[[str, str], None],
         out: list[Action],
         server_logger: str,
+        list_changed: bool = False,
     ) -> None:
         self._calls = calls
         self._asks = asks
@@ -60,6 +71,7 @@ class Inbox:
         self._log = log
         self._out = out
         self._server_logger = server_logger
+        self._list_changed = list_changed  # ListChanged actions wanted
 
     def received(self, connection: Connection, message: rpc.Incoming) -> None:
         """One JSON-RPC message (or an invalid one) arrived on ``connection``."""
@@ -99,12 +111,11 @@ class Inbox:
         params = note.params
         if note.method == "notifications/progress":
             self._calls.progress(connection, params)
-        elif note.method == "notifications/tools/list_changed":
-            self._calls.list_changed("tools")
-        elif note.method == "notifications/resources/list_changed":
-            self._calls.list_changed("resources")
-        elif note.method == "notifications/prompts/list_changed":
-            self._calls.list_changed("prompts")
+        elif note.method in _LIST_CHANGES:
+            kind = _LIST_CHANGES[note.method]
+            self._calls.list_changed(kind)
+            if self._list_changed:  # after the drop: a callback that lists gets the new list
+                self._out.append(ListChanged(kind=kind))
         elif note.method == "notifications/resources/updated":
             uri = params.get("uri")
             if isinstance(uri, str) and uri in self._calls.subscriptions:

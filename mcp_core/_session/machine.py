@@ -158,6 +158,7 @@ class SessionMachine:
         elicitation_modes: Iterable[str] = ("form",),
         sampling_tools: bool = False,
         known_era: str | None = None,
+        list_changed: bool = False,
         oauth: OAuthSettings | None = None,
         authorization: StoredAuthorization | None = None,
     ) -> None:
@@ -172,6 +173,7 @@ class SessionMachine:
         modes, or for modes other than form alone without an 'elicitation' handler.
         ``sampling_tools`` declares ``sampling: {"tools": {}}`` (2025-11-25): the 'sampling'
         handler (without one: ``ValueError``) then gets requests with tools (``sampling.py``).
+        ``list_changed``: list changes become ``ListChanged`` actions too (``subscriptions.py``).
 
         ``oauth`` (HTTP only, and not with an ``Authorization`` header in the spec): run the
         OAuth flow when the server asks for a token (``_auth/layer.py``), starting from the
@@ -179,6 +181,7 @@ class SessionMachine:
         either misuse."""
         self.handlers, modes = answered_requests(handlers, elicitation_modes, sampling_tools)
         self.elicitation_modes, self.sampling_tools = modes, sampling_tools
+        self.list_changed = list_changed
         self.spec = spec
         self.now = 0.0
         self._phase = SessionPhase.NEW
@@ -224,7 +227,7 @@ class SessionMachine:
             self._out,
         )
         self._subscriptions = Subscriptions(
-            self._connections, self._calls, self._capabilities, self
+            self._connections, self._calls, self._capabilities, self, list_changed
         )
         self._calls.subscriptions_changed = self._subscriptions.sync
         self._inbox = Inbox(
@@ -236,6 +239,7 @@ class SessionMachine:
             self.log,
             self._out,
             f"mcp.server.{spec.name}",
+            list_changed,
         )
         # Each event type's handler, bound once: handle() is on every call's path. The driver's
         # reports of a transport this session does not have are in no route: refused.

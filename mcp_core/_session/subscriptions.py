@@ -13,6 +13,14 @@ cancels the old listen and sends a new one (the protocol has no way to amend one
 that ends while URIs are still wanted is sent again after a doubling delay (1 s to 60 s),
 reset by the next acknowledgement; a listen the server refuses with an error is not.
 
+List changes travel on the same stream in this era, and only to a listen that asked for them
+(``toolsListChanged``, ``promptsListChanged``, ``resourcesListChanged``: 2026-07-28
+server/tools, server/prompts §List Changed Notification). A session built with
+``list_changed=True`` (the application gave a callback) asks for each list the server declared
+``listChanged`` for (all three when it was not asked: era='modern' skips ``server/discover``),
+and keeps its listen open for them with no URI subscribed; without it, a listen is sent only
+for URIs, so a session that subscribes to nothing opens no stream.
+
 The legacy era needs none of this: ``resources/subscribe`` is an ordinary request
 (``_session/calls.py``), renewed on every new session.
 """
@@ -34,6 +42,8 @@ LISTEN = "subscriptions/listen"  # the owner of a listen request in ``Connection
 
 _FIRST_DELAY = 1.0
 _MAX_DELAY = 60.0
+# The lists whose changes a listen may ask for: the server capability that declares each.
+_LISTS = ("tools", "prompts", "resources")
 
 
 class Subscriptions:
@@ -45,11 +55,13 @@ class Subscriptions:
         calls: Calls,
         capabilities: Mapping[str, Any],
         session: Requester,
+        list_changed: bool = False,
     ) -> None:
         self._connections = connections
         self._calls = calls
         self._capabilities = capabilities
         self._session = session
+        self._list_changed = list_changed
         # Per slot: the listen request in flight and the URIs it asked for.
         self._listening: dict[int, tuple[int, tuple[str, ...]]] = {}
         self._again_at: dict[int, float] = {}
@@ -75,16 +87,30 @@ class Subscriptions:
         if current is not None:
             self._stop(connection, current[0])
         self._again_at.pop(connection.index, None)
-        if not wanted:
+        notifications: dict[str, Any] = {f"{k}ListChanged": True for k in self._lists(connection)}
+        if wanted:
+            notifications["resourceSubscriptions"] = list(wanted)
+        if not notifications:
             return
         request_id = self._session.request(
-            connection,
-            LISTEN,
-            {"notifications": {"resourceSubscriptions": list(wanted)}},
-            LISTEN,
-            self._meta(),
+            connection, LISTEN, {"notifications": notifications}, LISTEN, self._meta()
         )
         self._listening[connection.index] = (request_id, wanted)
+
+    def _lists(self, connection: Connection) -> tuple[str, ...]:
+        """The lists whose changes this connection's listen asks for (see the module
+        docstring); they stay the same while it is ready."""
+        handshake = connection.handshake
+        if not self._list_changed or handshake is None:
+            return ()
+        if not handshake.known:
+            return _LISTS
+        declared = handshake.capabilities
+        return tuple(
+            kind
+            for kind in _LISTS
+            if isinstance(offer := declared.get(kind), Mapping) and offer.get("listChanged") is True
+        )
 
     def _meta(self) -> dict[str, Any]:
         meta = modern_meta(self._capabilities, self._calls.client_info)
@@ -118,7 +144,14 @@ class Subscriptions:
             return
         self._delay.pop(connection.index, None)
         honoured = params.get("notifications")
-        listed = honoured.get("resourceSubscriptions") if isinstance(honoured, dict) else None
+        if not isinstance(honoured, dict):
+            honoured = {}
+        lists = self._lists(connection)
+        unheard = [kind for kind in lists if honoured.get(f"{kind}ListChanged") is not True]
+        if unheard:  # to "handle any unsupported types gracefully": no callback for those
+            named = ", ".join(unheard)
+            self._session.log("DEBUG", f"the server will not say when its {named} change")
+        listed = honoured.get("resourceSubscriptions")
         refused = [uri for uri in current[1] if not isinstance(listed, list) or uri not in listed]
         if refused:
             self._session.log(

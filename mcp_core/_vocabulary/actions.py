@@ -28,6 +28,7 @@ __all__ = [
     "CloseStdin",
     "ElicitationComplete",
     "HandleServerRequest",
+    "ListChanged",
     "Log",
     "PrepareAuthorization",
     "ProgressUpdate",
@@ -120,6 +121,16 @@ class ResourceUpdated(Action):
     client reads the resource again if it wants the new contents)."""
 
     uri: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListChanged(Action):
+    """The server says its list of ``kind`` (``"tools"``, ``"prompts"`` or ``"resources"``)
+    changed (``notifications/<kind>/list_changed``), and the client's cache of it is dropped
+    already (``"resources"``: the resource templates' too): call the application's
+    ``on_list_changed`` with ``kind``. Only from a machine built with ``list_changed=True``."""
+
+    kind: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -61,6 +61,7 @@ ACTIONS = [
     "CloseStdin",
     "ElicitationComplete",
     "HandleServerRequest",
+    "ListChanged",
     "Log",
     "ProgressUpdate",
     "ResourceUpdated",

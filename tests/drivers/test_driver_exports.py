@@ -19,6 +19,7 @@ EXPORTS = [
     "CompletionCallback",
     "FileTokenStore",
     "Handler",
+    "ListChangedCallback",
     "ProgressCallback",
     "Task",
     "TokenStoreError",

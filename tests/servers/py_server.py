@@ -26,9 +26,11 @@ Tools:
             "io.modelcontextprotocol/logLevel" at or below `level`)
   whoami() -> JSON text {"client": the clientInfo the client gave (legacy: initialize's; modern:
             this request's _meta), "meta": this request's params._meta as received}
-  change_lists() -> "ok", after sending notifications/resources/list_changed,
+  change_lists(listeners=0) -> "ok", after sending notifications/resources/list_changed,
             notifications/prompts/list_changed and notifications/tools/list_changed (the lists
-            themselves do not change)
+            themselves do not change); with listeners=N it first waits (up to 10 s; then an
+            error result) until at least N modern listen streams are open, so that a client
+            whose listen is still on its way hears the changes
 
 Icons (2025-11-25): the server (serverInfo), echo, the simple prompt and test://static/hello
   carry ICONS: one https PNG and one dark-theme data: SVG.
@@ -70,6 +72,7 @@ from __future__ import annotations
 import json
 import warnings
 import weakref
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -81,6 +84,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ServerEvent
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, UrlElicitationRequiredError
 from mcp_types import (
     INVALID_PARAMS,
@@ -117,7 +121,49 @@ ICONS = [
     Icon(src="https://example.com/icon.png", mime_type="image/png", sizes=["48x48"]),
     Icon(src="data:image/svg+xml;base64,PHN2Zy8+", mime_type="image/svg+xml", theme="dark"),
 ]
-server: MCPServer = MCPServer("py-test-server", version="1", log_level="WARNING", icons=ICONS)
+
+
+class ListenCount(InMemorySubscriptionBus):
+    """The SDK's own bus of listen streams (each open stream is one listener of it), counting
+    them: ``at_least(n)`` waits until n are open."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = 0
+        self._waiting: list[tuple[int, anyio.Event]] = []
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        unsubscribe = super().subscribe(listener)
+        self.open += 1
+        for wanted, reached in self._waiting:
+            if self.open >= wanted:
+                reached.set()
+        done = False
+
+        def gone() -> None:
+            nonlocal done
+            if not done:
+                done, self.open = True, self.open - 1
+            unsubscribe()
+
+        return gone
+
+    async def at_least(self, wanted: int) -> None:
+        if self.open >= wanted:
+            return
+        reached = anyio.Event()
+        self._waiting.append((wanted, reached))
+        try:
+            with anyio.fail_after(10):
+                await reached.wait()
+        finally:
+            self._waiting.remove((wanted, reached))
+
+
+LISTENS = ListenCount()
+server: MCPServer = MCPServer(
+    "py-test-server", version="1", log_level="WARNING", icons=ICONS, subscriptions=LISTENS
+)
 lowlevel = server._lowlevel_server  # the SDK's own Server: the only way to add these handlers
 
 
@@ -345,8 +391,13 @@ def whoami(ctx: Context) -> str:
 
 
 @server.tool()
-async def change_lists(ctx: Context) -> str:
-    """Announce that the resource, prompt and tool lists changed (they do not)."""
+async def change_lists(ctx: Context, listeners: int = 0) -> str:
+    """Announce that the resource, prompt and tool lists changed (they do not), once at least
+    `listeners` modern listen streams are open."""
+    try:
+        await LISTENS.at_least(listeners)
+    except TimeoutError:
+        raise ToolError(f"{LISTENS.open} listen stream(s) open, not {listeners}") from None
     await ctx.notify_resources_changed()  # modern subscriptions/listen streams
     await ctx.notify_prompts_changed()
     await ctx.notify_tools_changed()

@@ -448,6 +448,30 @@ def test_py_server_modern_listen_and_logging(spawn: Spawn, py_server_argv: ArgvF
         assert ask(method, params)["error"]["code"] == -32601
 
 
+def test_py_server_change_lists_waits_for_listen_streams(
+    spawn: Spawn, py_server_argv: ArgvFactory
+) -> None:
+    # change_lists(listeners=1), sent before any listen: it answers only once one is open, and
+    # that stream hears the changes.
+    peer = spawn(py_server_argv())
+    stdio_ask(peer, "modern")("server/discover", {})
+    meta = {"_meta": MODERN_META}
+    call = {"name": "change_lists", "arguments": {"listeners": 1}, **meta}
+    peer.send({"jsonrpc": "2.0", "id": "call", "method": "tools/call", "params": call})
+    lists = {key: True for key in LISTEN_ALL if key.endswith("ListChanged")}
+    listen = {"notifications": lists, **meta}
+    peer.send({"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen", "params": listen})
+    seen: list[dict[str, Any]] = []
+    ack = read_until(peer, seen, "notifications/subscriptions/acknowledged")
+    assert ack["params"]["notifications"] == lists
+    for method in LIST_CHANGED:
+        assert read_until(peer, seen, method)["params"] == {"_meta": {SUBSCRIPTION_ID: "l"}}
+    while not any(message.get("id") == "call" for message in seen):
+        seen.append(peer.read())
+    (answer,) = [message for message in seen if message.get("id") == "call"]
+    assert answer["result"]["content"][0]["text"] == "ok"
+
+
 PyHttpServer = Callable[[str], HttpPeer]
 
 

@@ -37,6 +37,10 @@ def construction() -> None:
     mcp_asyncio.Client(name="fs", command="npx", timout=5)  # type: ignore[call-arg]
     mcp_sync.Client(name="fs", command="npx", era="newest")  # type: ignore[arg-type]
     # (args="-y server" passes mypy, a str being a Sequence[str]: the spec refuses it at run time)
+    # on_list_changed gets the kind of list ("tools", "prompts", "resources")
+    mcp_sync.Client(name="fs", command="npx", on_list_changed=print)
+    mcp_asyncio.Client(name="fs", command="npx", on_list_changed=lambda kind: None)
+    mcp_sync.Client(name="fs", command="npx", on_list_changed=on_progress)  # type: ignore[arg-type]
 
 
 async def accept_async(params: Mapping[str, Any]) -> Mapping[str, Any]:
