@@ -38,7 +38,6 @@ from .._vocabulary.actions import Action, ProgressUpdate, Reply
 from .._vocabulary.errors import (
     Busy,
     InvalidResponse,
-    JsonRpcError,
     McpError,
     NotSupported,
     RequestTimeout,
@@ -70,7 +69,7 @@ from .results import (
     request_result,
     rpc_error,
 )
-from .server_requests import ServerRequests
+from .server_requests import ServerRequests, handler_failed
 from .tasks import Tasks, missing_for_tasks
 
 __all__ = ["Calls", "ListCache", "Requester"]
@@ -567,12 +566,7 @@ class Calls:
             return  # the call ended meanwhile (timeout, cancel, loss)
         assert isinstance(work, CallWork) and work.slot is not None  # sent: in its window
         if event.result is None:
-            self.finish(
-                work,
-                error=JsonRpcError(
-                    rpc.INTERNAL_ERROR, f"the client's handler failed: {event.failed}", None
-                ),
-            )
+            self.finish(work, error=handler_failed(event))
             return
         inputs.awaiting.discard(key)
         inputs.responses[key] = dict(event.result)

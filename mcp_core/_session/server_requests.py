@@ -23,6 +23,7 @@ from typing import Any
 
 from .._transport.connection import Connection
 from .._vocabulary.actions import Action, ElicitationComplete, HandleServerRequest
+from .._vocabulary.errors import JsonRpcError
 from .._vocabulary.events import ServerRequestAnswered
 from .._wire import jsonrpc as rpc
 from .._wire.json import unsendable
@@ -36,6 +37,7 @@ __all__ = [
     "answer_response",
     "answered_requests",
     "checked_answer",
+    "handler_failed",
 ]
 
 # Server requests an application may answer, by the capability that announces the handler.
@@ -245,9 +247,13 @@ def answer_response(request_id: rpc.RequestId, event: ServerRequestAnswered) -> 
     error on our side of the request (-32603)."""
     if event.result is not None:
         return rpc.result_response(request_id, event.result)
-    return rpc.error_response(
-        request_id, rpc.INTERNAL_ERROR, f"the client's handler failed: {event.failed}"
-    )
+    return rpc.error_response(request_id, rpc.INTERNAL_ERROR, handler_failed(event).message)
+
+
+def handler_failed(event: ServerRequestAnswered) -> JsonRpcError:
+    """What a handler that failed (``event.failed``) means for the server's request: an error
+    on our side of it (-32603), also the error of a call whose input it was to provide."""
+    return JsonRpcError(rpc.INTERNAL_ERROR, f"the client's handler failed: {event.failed}", None)
 
 
 def elicitation_mode(params: Mapping[str, Any]) -> str | None:

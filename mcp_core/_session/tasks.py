@@ -39,7 +39,6 @@ from .._transport.work import CallWork, Following, Work
 from .._vocabulary.actions import Action, ProgressUpdate
 from .._vocabulary.errors import (
     InvalidResponse,
-    JsonRpcError,
     McpError,
     MissingClientCapability,
     RequestTimeout,
@@ -50,7 +49,7 @@ from .._vocabulary.status import Status
 from .._vocabulary.tasks import TaskStatus
 from .._wire import jsonrpc as rpc
 from .results import rpc_error
-from .server_requests import ServerRequests
+from .server_requests import ServerRequests, handler_failed
 
 __all__ = [
     "DEFAULT_POLL",
@@ -323,12 +322,7 @@ class Tasks:
         # Each input is asked once and its answer comes once (``ServerRequests``).
         assert following is not None and work.slot is not None and key in following.awaiting
         if event.result is None:
-            self._finish(
-                work,
-                error=JsonRpcError(
-                    rpc.INTERNAL_ERROR, f"the client's handler failed: {event.failed}", None
-                ),
-            )
+            self._finish(work, error=handler_failed(event))
             return
         following.awaiting.discard(key)
         following.answered.add(key)
