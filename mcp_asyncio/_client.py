@@ -499,15 +499,20 @@ class Client:
         completion = await self._request("completion/complete", params, timeout, meta=meta)
         return cast(Completion, completion)
 
-    async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
+    async def set_logging_level(
+        self, level: str, *, timeout: float | None = None, meta: Mapping[str, Any] | None = None
+    ) -> None:
         """Ask the server to send its log messages at ``level`` and above (one of
         ``mcp_core.LOG_LEVELS``, else ``ValueError``); they go to the ``logging`` logger
-        ``mcp.server.<name>``. The level is kept: every later session gets it too."""
-        await self._request("logging/setLevel", {"level": level}, timeout)
+        ``mcp.server.<name>``. The level is kept: every later session gets it too (without
+        ``meta``, which goes on this request only)."""
+        await self._request("logging/setLevel", {"level": level}, timeout, meta=meta)
 
-    async def ping(self, *, timeout: float | None = None) -> float:
+    async def ping(
+        self, *, timeout: float | None = None, meta: Mapping[str, Any] | None = None
+    ) -> float:
         """Ask the server whether it is there: the round trip in seconds."""
-        return cast(float, await self._request("ping", None, timeout))
+        return cast(float, await self._request("ping", None, timeout, meta=meta))
 
     async def request(
         self,

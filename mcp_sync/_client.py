@@ -498,15 +498,20 @@ class Client:
         completion = self._request("completion/complete", params, timeout, meta=meta)
         return cast(Completion, completion)
 
-    def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
+    def set_logging_level(
+        self, level: str, *, timeout: float | None = None, meta: Mapping[str, Any] | None = None
+    ) -> None:
         """Ask the server to send its log messages at ``level`` and above (one of
         ``mcp_core.LOG_LEVELS``, else ``ValueError``); they go to the ``logging`` logger
-        ``mcp.server.<name>``. The level is kept: every later session gets it too."""
-        self._request("logging/setLevel", {"level": level}, timeout)
+        ``mcp.server.<name>``. The level is kept: every later session gets it too (without
+        ``meta``, which goes on this request only)."""
+        self._request("logging/setLevel", {"level": level}, timeout, meta=meta)
 
-    def ping(self, *, timeout: float | None = None) -> float:
+    def ping(
+        self, *, timeout: float | None = None, meta: Mapping[str, Any] | None = None
+    ) -> float:
         """Ask the server whether it is there: the round trip in seconds."""
-        return cast(float, self._request("ping", None, timeout))
+        return cast(float, self._request("ping", None, timeout, meta=meta))
 
     def request(
         self,

@@ -45,6 +45,10 @@ async def test_client_info_and_meta_reach_the_server(driver: str, era: str) -> N
         prompt = await client.get_prompt("simple", meta=mine)
         assert prompt.text == "This is a simple prompt."
         assert await client.request("ping", None, meta=mine) is not None
+        assert await client.ping(meta=mine) >= 0
+        await client.set_logging_level("info", meta=mine)
+        with pytest.raises(core.InvalidArguments, match="a key the client sets itself"):
+            await client.ping(meta={"io.modelcontextprotocol/x": 1})
         assert client.status().in_flight == 0
 
 
