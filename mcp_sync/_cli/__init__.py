@@ -2,6 +2,9 @@
 
     mcp-client tools  [SOURCE] [--json]                      the namespaced tool list
     mcp-client call   NAME [ARGUMENTS] [SOURCE] [--timeout S] [--json]
+                      [--task|--no-task] [--detach]          a task: followed, or its id printed
+    mcp-client task   SERVER TASK_ID [--wait|--cancel] [SOURCE] [--timeout S] [--json]
+    mcp-client tasks  SERVER [SOURCE] [--json]               a server's tasks (2025-11-25)
     mcp-client resources [SOURCE] [--json]                   resources and templates per server
     mcp-client read   SERVER URI [SOURCE] [--out FILE] [--timeout S] [--json]
     mcp-client prompts [SOURCE] [--json]                     the namespaced prompt list
@@ -80,6 +83,8 @@ The package, one module per part of the command:
 - ``skills.py``: ``skills`` (one server's Agent Skills, a skill's files, one file checked).
 - ``logins.py``: ``login`` and ``logout`` (OAuth).
 - ``recordings.py``: ``replay``.
+- ``tasks.py``: ``task`` and ``tasks`` (tool calls a server runs as tasks; ``call --detach``
+  starts one).
 """
 
 from __future__ import annotations
@@ -98,6 +103,7 @@ from .listing import prompts, resources, status, tools
 from .logins import login, logout
 from .recordings import replay_command
 from .skills import skills
+from .tasks import task_command, tasks_command
 
 __all__ = ["main"]
 
@@ -132,6 +138,10 @@ def cli(verbose: int, token_file: str | None) -> None:
     """
     level = {0: logging.ERROR, 1: logging.INFO}.get(verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="%(name)s: %(levelname)s: %(message)s")
+
+
+cli.add_command(task_command)
+cli.add_command(tasks_command)
 
 
 # --- entry point --------------------------------------------------------------------------------

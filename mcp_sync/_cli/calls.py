@@ -1,6 +1,8 @@
 """The commands that make one request of one server, starting only that server: ``call`` a
-tool (its result's text, or ``--json``), ``read`` a resource (text as it is, a blob described
-or written to ``--out FILE``) and get a ``prompt`` (its messages as ``role: text``)."""
+tool (its result's text, or ``--json``; a tool the server runs as a task is followed to its
+result, or with ``--detach`` left running and its id printed), ``read`` a resource (text as
+it is, a blob described or written to ``--out FILE``) and get a ``prompt`` (its messages as
+``role: text``)."""
 
 from __future__ import annotations
 
@@ -13,16 +15,27 @@ from typing import Any
 
 import click
 
-from mcp_core import CallToolResult, GetPromptResult, ReadResourceResult
+from mcp_core import (
+    CallToolResult,
+    GetPromptResult,
+    MissingClientCapability,
+    ReadResourceResult,
+    Spec,
+    Tool,
+)
 from mcp_core.group import PromptTable, ToolTable
 
-from .._group import ClientGroup
+from .._client import Client, Task
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL_ERROR, CliError
 from .render import ProgressBar, animated, block_text, print_json, wire_json
-from .running import loaded_server, reported, route_of, server_group, start_one
-from .sources import load_servers, named_server, source_options
+from .running import loaded_server, reported, route_of, server_group, start_one, tool_route
+from .sources import Source, command_line, load_servers, named_server, source_options
 
-__all__ = ["call", "prompt", "read", "timeout_option"]
+__all__ = ["call", "prompt", "read", "show_result", "timeout_option"]
+
+# The 2026-07-28 Tasks extension (SEP-2663): a server that runs a tool only as a task names
+# it when refusing a call that did not declare it (-32021), as under --no-task.
+_TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 # --timeout of read, prompt and skills (call has its own, which says "call").
 timeout_option = click.option(
@@ -41,14 +54,30 @@ timeout_option = click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
-    help="Give up on the call after this long (default: the call_timeout of the server's "
-    "config entry, 30 s unless it sets one).",
+    help="Give up on the call after this long, a task's included: it is cancelled on the "
+    "server then (--detach: on the server's answer). Default: the call_timeout of the "
+    "server's config entry, 30 s unless it sets one.",
+)
+@click.option(
+    "--task/--no-task",
+    default=None,
+    help="Ask the server to run the call as a task (a long-running call), or never. Default: "
+    "a task when the tool or the server requires one.",
+)
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="Start the call as a task and print its id (--json: its status) without waiting; "
+    "`mcp-client task SERVER TASK_ID` follows it. For servers over HTTP: a stdio server "
+    "stops, and its tasks with it, when mcp-client exits.",
 )
 @source_options
 def call(
     name: str,
     arguments: str,
     timeout: float | None,
+    task: bool | None,
+    detach: bool,
     config_path: str | None,
     url: str | None,
     headers: tuple[str, ...],
@@ -58,20 +87,75 @@ def call(
 ) -> int:
     """Call tool NAME with ARGUMENTS (a JSON object, default {}; - reads it from stdin).
 
-    Prints the result's text (with --json the whole result). Only NAME's server is started.
+    Prints the result's text (with --json the whole result). A tool the server runs as a
+    task is followed to its result, its status messages shown while it runs (on a
+    terminal). Only NAME's server is started.
     """
+    if detach and task is False:
+        raise click.UsageError("--detach starts a task: it does not go with --no-task")
     parsed = _arguments(arguments)
     source, loaded = load_servers(config_path, url, headers, expand_env)
     with server_group(loaded, source) as group:
         name, server = route_of(group, loaded, source, name, ToolTable)
         start_one(group, loaded, server, source, start_timeout, fancy=animated(as_json))
         with reported(name, server, source):
-            result = _call(group, name, parsed, timeout, fancy=animated(as_json))
-        if as_json:
-            print_json(wire_json(result))
-        else:
-            _print_result(result)
-    return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
+            client, tool = tool_route(group, server, name)
+            if client.status().era == "legacy":
+                _check_task_support(tool, name, task, detach)
+            if detach:
+                started = client.start_tool(tool.name, parsed, timeout=timeout)
+            else:
+                result = _call(
+                    client, tool.name, name, parsed, timeout, task, fancy=animated(as_json)
+                )
+        if detach:
+            return _show_started(started, server, loaded.servers[server], source, as_json)
+        return show_result(result, as_json)
+
+
+def _check_task_support(tool: Tool, name: str, task: bool | None, detach: bool) -> None:
+    """``CliError`` (exit 2) for --task or --detach on a tool a 2025-11-25 server does not run
+    as a task, or --no-task on one it runs only as a task (its ``execution.taskSupport``,
+    absent meaning "forbidden": 2025-11-25 server/tools §Tool Execution), before anything is
+    sent: the server would refuse the call."""
+    execution = tool.raw.get("execution")
+    support = execution.get("taskSupport") if isinstance(execution, Mapping) else None
+    if (task or detach) and support not in ("optional", "required"):
+        flag = "--detach" if detach else "--task"
+        said = f"its taskSupport is {support!r}" if support else "it has no taskSupport"
+        raise CliError(f"{name} does not run as a task ({said}): leave out {flag}", EXIT_BAD_INPUT)
+    if task is False and support == "required":
+        raise CliError(f"{name} runs only as a task: leave out --no-task", EXIT_BAD_INPUT)
+
+
+def _show_started(task: Task, server: str, spec: Spec, source: Source, as_json: bool) -> int:
+    """``call --detach``: the task's id (its status with ``as_json``) and, on stderr, how to
+    follow it; a call the server answered at once instead is shown as any call's result."""
+    if task.id is None:  # a 2026-07-28 server may answer at once, making no task
+        click.echo("mcp-client: the server answered at once: no task was made", err=True)
+        return show_result(task.result(), as_json)
+    assert task.last is not None  # a task's handle holds the status it was made with
+    if as_json:
+        print_json(task.last.to_wire())
+    else:
+        click.echo(task.id)
+    click.echo(
+        f"mcp-client: {_detached(server, task.id, task.last.status, spec, source)}", err=True
+    )
+    return EXIT_OK
+
+
+def _detached(server: str, task_id: str, status: str, spec: Spec, source: Source) -> str:
+    """What to do with a task just started: the line that follows it, or, for a server over
+    stdio (stopped as the command exits), that it most likely ended already."""
+    if spec.transport == "stdio":
+        return (
+            f"task started ({status}), but server {server!r} runs over stdio and stops as "
+            "mcp-client exits: the task most likely ends with it (--detach is for servers "
+            "over HTTP)"
+        )
+    follow = command_line(source, "task", server, task_id)
+    return f"task started ({status}); `{follow}` shows it, with --wait waits for its result"
 
 
 def _arguments(text: str) -> dict[str, Any]:
@@ -100,16 +184,34 @@ def _arguments(text: str) -> dict[str, Any]:
 
 
 def _call(
-    group: ClientGroup,
+    client: Client,
+    tool: str,
     name: str,
     arguments: Mapping[str, Any],
     timeout: float | None,
+    task: bool | None,
     *,
     fancy: bool,
 ) -> CallToolResult:
     bar = ProgressBar(name) if fancy else None
     with bar if bar is not None else contextlib.nullcontext():
-        return group.call_tool(name, arguments, timeout=timeout, progress=bar)
+        try:
+            return client.call_tool(tool, arguments, timeout=timeout, progress=bar, task=task)
+        except MissingClientCapability as exc:
+            if task is False and _TASKS_EXTENSION in exc.extensions:
+                raise CliError(
+                    f"{name} runs only as a task: leave out --no-task", EXIT_BAD_INPUT
+                ) from None
+            raise
+
+
+def show_result(result: CallToolResult, as_json: bool) -> int:
+    """Print a tool's result, its whole MCP JSON with ``as_json``; the exit code it makes."""
+    if as_json:
+        print_json(wire_json(result))
+    else:
+        _print_result(result)
+    return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
 
 
 def _print_result(result: CallToolResult) -> None:

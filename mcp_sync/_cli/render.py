@@ -161,10 +161,12 @@ def print_table(
 
 
 class ProgressBar:
-    """A spinner while the call runs that becomes a bar once the server reports progress.
-    Called from a driver thread; rich's Progress is thread-safe."""
+    """A spinner while the call runs that becomes a bar once the server reports progress,
+    its message beside it (a task's: its status message), drawn as soon as it changes, not at
+    the next tick (a short stage would go unseen). ``doing`` is the words before ``name``
+    until the first message. Called from a driver thread; rich's Progress is thread-safe."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, doing: str = "calling") -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -185,7 +187,9 @@ class ProgressBar:
             transient=True,
         )
         self._name = name
-        self._task = self._progress.add_task(f"calling {name}", total=None)
+        self._idle = f"{doing} {name}"
+        self._task = self._progress.add_task(self._idle, total=None)
+        self._said: str | None = None
         self._lock = threading.Lock()
 
     def __enter__(self) -> ProgressBar:
@@ -201,8 +205,11 @@ class ProgressBar:
                 self._task,
                 completed=progress,
                 total=total,
-                description=f"{self._name}: {message}" if message else f"calling {self._name}",
+                description=f"{self._name}: {message}" if message else self._idle,
             )
+            if message != self._said:
+                self._said = message
+                self._progress.refresh()
 
 
 def block_text(block: object) -> str:

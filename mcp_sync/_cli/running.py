@@ -18,6 +18,8 @@ from mcp_core import (
     NotReady,
     NotSupported,
     Status,
+    TaskCancelled,
+    Tool,
     UnknownPrompt,
     UnknownTool,
     parse_tool_name,
@@ -25,6 +27,7 @@ from mcp_core import (
 from mcp_core.config import LoadedConfig
 from mcp_core.group import PromptTable, ToolTable
 
+from .._client import Client
 from .._group import ClientGroup
 from .errors import EXIT_BAD_INPUT, EXIT_CALL_FAILED, EXIT_UNAVAILABLE, CliError
 from .render import spinner
@@ -47,6 +50,7 @@ __all__ = [
     "start_one",
     "start_servers",
     "start_timeout_of",
+    "tool_route",
 ]
 
 # JSON-RPC errors that say the request itself was wrong (2025-11-25 schema: -32602 invalid
@@ -162,13 +166,16 @@ def reported(label: str, server: str, source: Source) -> Iterator[None]:
     """Turn what a request to ``server`` raises into the command's one line and exit code:
     2 for a name no server has, a server that does not offer the kind at all, or a request
     the server refused as invalid (``_REFUSED_INPUT``); 3 for a server that is down or needs
-    a login; 4 for any other failure. ``label`` names the request in the line."""
+    a login; 4 for a task cancelled on the server and any other failure. ``label`` names the
+    request in the line."""
     try:
         yield
     except (UnknownTool, UnknownPrompt) as exc:
         raise CliError(explained(exc.message, source), EXIT_BAD_INPUT) from None
     except NotSupported as exc:
         raise CliError(f"{label}: {explained(exc.message, source)}", EXIT_BAD_INPUT) from None
+    except TaskCancelled as exc:  # it names the task; the label would only repeat it
+        raise CliError(explained(str(exc), source), EXIT_CALL_FAILED) from None
     except AuthorizationRequired:  # the stored login ran out mid-session (refresh refused)
         raise CliError(login_needed(server, source), EXIT_UNAVAILABLE) from None
     except (ConnectFailed, NotReady) as exc:
@@ -232,3 +239,19 @@ def loaded_server(group: ClientGroup, loaded: LoadedConfig, source: Source, serv
         raise CliError(
             f"server {server!r} was not loaded: {explained(why, source)}", EXIT_BAD_INPUT
         )
+
+
+def tool_route(group: ClientGroup, server: str, name: str) -> tuple[Client, Tool]:
+    """The client of ``server`` (started) and the tool listed as ``name``, as the server
+    lists it (its own name), by the group's naming rules: a call through the client takes
+    every keyword of ``Client.call_tool`` (``task=``) and ``start_tool``. ``UnknownTool``
+    (with the names it may have meant) when ``server`` lists no such tool; the client's error
+    when it cannot list."""
+    client = group.clients[server]
+    listed = client.list_tools()
+    table = ToolTable(group.status())  # the same names as the group's: they depend on the set
+    table.publish(server, listed)
+    route = table.resolve(name)
+    if route is None:
+        raise table.unknown(name)
+    return client, next(tool for tool in listed if tool.name == route[1])

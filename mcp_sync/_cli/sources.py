@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "Source",
     "check_token_file",
+    "command_line",
     "current_source",
     "explained",
     "load_servers",
@@ -270,10 +271,17 @@ def check_token_file(loaded: LoadedConfig, store: FileTokenStore) -> None:
 def login_command(server: str, source: Source) -> str:
     """The ``mcp-client login`` line for ``server`` of ``source``, to copy. Never a secret: a
     URL's userinfo and query are shown redacted, a header by its name only."""
+    return command_line(source, "login", server)
+
+
+def command_line(source: Source, *args: str) -> str:
+    """The ``mcp-client`` line running ``args`` (a subcommand and its arguments) against
+    ``source``'s servers, to copy, secrets left out as in ``login_command``. The command after
+    ``--`` is not repeated: the lines built here are for servers over HTTP."""
     words = ["mcp-client"]
     if source.token_file is not None:
         words += ["--token-file", source.token_file]
-    words += ["login", server]
+    words += args
     if source.config_path is not None:
         words += ["--config", source.config_path]
     if source.expand_env:

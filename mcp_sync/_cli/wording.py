@@ -66,6 +66,12 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("list_prompts() gives them", "`mcp-client prompts` lists them"),
     # RequestTimeout of a call
     ("(raise timeout= or call_timeout if the tool is slow)", "(give it longer with --timeout)"),
+    # RequestTimeout of a task: a call's (cancelled), or a wait on one (it goes on)
+    ("(raise timeout= if the tool is slow)", "(give it longer with --timeout)"),
+    (
+        "it goes on: attach again with its id to wait longer",
+        "it goes on: `mcp-client task SERVER TASK_ID --wait` waits again",
+    ),
     # MessageTooLarge, ListTooLong, Busy
     ("raise max_message_bytes in the spec", "raise max_message_bytes in {settings}"),
     ("raise max_list_pages in the spec", "raise max_list_pages in {settings}"),
