@@ -70,7 +70,7 @@ from .results import (
     rpc_error,
 )
 from .server_requests import ServerRequests, handler_failed
-from .tasks import Tasks, missing_for_tasks
+from .tasks import Tasks, missing_for_tasks, unasked_task
 
 __all__ = ["Calls", "ListCache", "Requester"]
 
@@ -383,9 +383,14 @@ class Calls:
             self._admission.settle(work, commit=False)
             self._reply(event.ticket, error=refusal)
             return
-        if work.declares_tasks and self._refused(event.ticket, "tools/call"):
-            self._admission.settle(work, commit=False)
-            return
+        if work.declares_tasks:
+            legacy = any(h.era == "legacy" for h in self._handshakes())
+            asked = unasked_task(event.name, self._tools_by_name.get(event.name), legacy)
+            if asked is not None:
+                self._reply(event.ticket, error=asked)
+            if asked is not None or self._refused(event.ticket, "tools/call"):
+                self._admission.settle(work, commit=False)
+                return
         if event.name not in self._spec.prices and work.reserved:
             self._admission.settle(work, commit=False)  # a free tool needs no money back
         self._admit(work)

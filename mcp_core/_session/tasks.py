@@ -38,6 +38,7 @@ from .._transport.eras import LOG_LEVEL_META, Handshake, modern_meta, server_ext
 from .._transport.work import CallWork, Following, Work
 from .._vocabulary.actions import Action, ProgressUpdate
 from .._vocabulary.errors import (
+    InvalidArguments,
     InvalidResponse,
     McpError,
     MissingClientCapability,
@@ -102,10 +103,35 @@ def lists_tools_first(status: Status) -> bool:
     return missing_for_tasks(handshake, "tools/call") is None
 
 
+def task_support(tool: Any) -> str:
+    """2025-11-25 server/tools: a listed tool's ``execution.taskSupport`` (``"forbidden"``
+    when absent, the default); ``"unknown"`` for a tool not listed."""
+    if tool is None:
+        return "unknown"
+    execution = tool.raw.get("execution")
+    support = execution.get("taskSupport") if isinstance(execution, Mapping) else None
+    return support if isinstance(support, str) else "forbidden"
+
+
 def required_by(tool: Any) -> bool:
     """2025-11-25 server/tools: a tool whose ``execution.taskSupport`` is ``"required"``."""
-    execution = tool.raw.get("execution") if tool is not None else None
-    return isinstance(execution, Mapping) and execution.get("taskSupport") == "required"
+    return task_support(tool) == "required"
+
+
+def unasked_task(name: str, tool: Any, legacy: bool) -> InvalidArguments | None:
+    """2025-11-25 server/tools §Tool Execution: for a tool whose taskSupport is forbidden (or
+    absent), "clients MUST NOT attempt to invoke the tool as a task". Refused before sending
+    where the tool was listed by a legacy server (a 2026-07-28 server decides itself)."""
+    support = task_support(tool)
+    if not legacy or support in ("optional", "required", "unknown"):
+        return None
+    return InvalidArguments(
+        "tools/call",
+        "task",
+        f"is asked of tool {name[:100]!r}, which does not run as a task (its "
+        f"execution.taskSupport is {support[:40]!r})",
+        "call it plainly: call_tool without task=True, not start_tool",
+    )
 
 
 class Tasks:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import mcp_core as core
+from mcp_core.driver import lists_tools_first
 from tests.core.harness import TEXT_RESULT, Harness, HttpHarness
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -122,6 +123,21 @@ def test_an_optional_tool_is_called_plainly_unless_asked_and_false_never_asks() 
     h.call("research", task=False)
     assert "task" not in h.last_request("tools/call")["params"]
     h.call("unknown-tool")
+    assert "task" not in h.last_request("tools/call")["params"]
+
+
+def test_a_task_is_never_asked_of_a_listed_tool_that_does_not_run_as_one() -> None:
+    h = legacy()
+    plain = {"name": "plain", "inputSchema": {"type": "object"}}
+    list_tools(h, plain, required("odd", "sometimes"), required("never", "forbidden"))
+    for name, kw in [("plain", {"task": True}), ("never", {"detach": True})]:
+        ticket = h.call(name, **kw)
+        error = h.error(ticket)
+        assert isinstance(error, core.InvalidArguments) and error.path == "task"
+        assert "does not run as a task" in str(error) and "not start_tool" in str(error)
+    assert "'sometimes'" in str(h.error(h.call("odd", task=True)))
+    assert not h.messages() and h.machine.in_flight == 0
+    h.call("plain")  # a plain call of it goes out
     assert "task" not in h.last_request("tools/call")["params"]
 
 
@@ -576,9 +592,9 @@ def test_task_status_reads_either_version_and_writes_the_modern_one() -> None:
 
 def test_a_driver_lists_the_tools_first_only_where_that_decides_a_task() -> None:
     h = legacy()
-    assert core.driver.lists_tools_first(h.machine.status(h.now)) is True
+    assert lists_tools_first(h.machine.status(h.now)) is True
     list_tools(h, required("research"))
-    assert core.driver.lists_tools_first(h.machine.status(h.now)) is False
-    assert core.driver.lists_tools_first(legacy({"tools": {}}).machine.status(0.0)) is False
-    assert core.driver.lists_tools_first(modern().machine.status(0.0)) is False
-    assert core.driver.lists_tools_first(Harness().machine.status(0.0)) is False
+    assert lists_tools_first(h.machine.status(h.now)) is False
+    assert lists_tools_first(legacy({"tools": {}}).machine.status(0.0)) is False
+    assert lists_tools_first(modern().machine.status(0.0)) is False
+    assert lists_tools_first(Harness().machine.status(0.0)) is False
