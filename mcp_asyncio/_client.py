@@ -9,6 +9,7 @@ I/O of its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -35,6 +36,7 @@ from mcp_core import (
     GetPromptResult,
     ListItems,
     ListTools,
+    McpError,
     Prompt,
     ReadResourceResult,
     Request,
@@ -346,7 +348,8 @@ class Client:
         reservations = session.reservations
         try:
             if task is None and lists_tools_first(session.status()):
-                await self.list_tools()
+                with contextlib.suppress(McpError):  # a hint only: the call says what fails
+                    await self.list_tools()
             value = await session.call(
                 lambda t: reservations.call(
                     t,

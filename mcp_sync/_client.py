@@ -10,6 +10,7 @@ I/O of its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -36,6 +37,7 @@ from mcp_core import (
     GetPromptResult,
     ListItems,
     ListTools,
+    McpError,
     Prompt,
     ReadResourceResult,
     Request,
@@ -345,7 +347,8 @@ class Client:
         reservations = session.reservations
         try:
             if task is None and lists_tools_first(session.status()):
-                self.list_tools()
+                with contextlib.suppress(McpError):  # a hint only: the call says what fails
+                    self.list_tools()
             value = session.call(
                 lambda t: reservations.call(
                     t,

@@ -24,7 +24,13 @@ from tests.drivers.facade import Facade
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 RESEARCH = "simulate-research-query"
-STAGES = ["Gathering sources...", "Analyzing content...", "Synthesizing findings..."]
+STAGES = [
+    "Gathering sources...",
+    "Analyzing content...",
+    "Synthesizing findings...",
+    "Generating report...",
+    "completed",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -68,8 +74,11 @@ async def test_call_tool_follows_a_required_task_to_its_result(
         )
         plain = await client.call_tool(RESEARCH, {"topic": "tides"}, task=False)
     assert not result.is_error and "# Research Report: tides" in result.text
-    assert [m for _, m in seen][:3] == STAGES and seen[-1][1] == "completed"
-    assert [p for p, _ in seen] == sorted(p for p, _ in seen)
+    # Polled once a second, a stage as short as a poll may pass unseen: those seen are in order.
+    messages = [m for _, m in seen]
+    assert messages[-1] == "completed" and len(messages) >= 2
+    assert messages == [m for m in STAGES if m in messages]
+    assert [p for p, _ in seen] == [float(n) for n in range(1, len(seen) + 1)]
     assert plain.is_error and "task" in plain.text.lower()  # the tool requires one
 
 

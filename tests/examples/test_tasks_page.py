@@ -24,13 +24,16 @@ def test_the_blocking_block_follows_the_task(tmp_path: Path) -> None:
     node_bin("mcp-server-everything")  # skips (fails under CI) without `make node_modules`
     (block,) = [b for b in blocks(PAGE) if b.name == "tasks-blocking"]
     out = run_block(block, tmp_path).splitlines()
-    assert out[:4] == [
+    stages = [
         "status: Gathering sources...",
         "status: Analyzing content...",
         "status: Synthesizing findings...",
         "status: Generating report...",
+        "status: completed",
     ]
-    assert out[-2:] == ["status: completed", "# Research Report: tides"]
+    # Polled once a second, a stage as short as a poll may pass unseen: those seen are in order.
+    assert out[-1] == "# Research Report: tides"
+    assert out[:-1] == [line for line in stages if line in out] and len(out) >= 3
 
 
 def test_the_asyncio_block_uses_a_handle(tmp_path: Path) -> None:
