@@ -10,7 +10,9 @@ tool blocks reaches the handler unchecked, as before.
 
 The answer to a request with tool use is checked as a ``CreateMessageResult``: content blocks
 of a good shape, ``tool_use`` only from the assistant and not under ``toolChoice`` "none", no
-``tool_result`` (those come from the server), a string ``model``. An answer to any other
+``tool_result`` (those come from the server), a string ``model``, every ``tool_use`` naming a
+tool the server offered, and at least one under ``toolChoice`` "required" ("the model MUST use
+at least one tool", §Tool Choice). An answer to any other
 request is checked for tool blocks only. A refused answer fails as a handler that raised does.
 """
 
@@ -68,8 +70,17 @@ def answer_problem(result: Mapping[str, Any], params: Mapping[str, Any]) -> str 
     if uses and message.role != "assistant":
         return f"tool_use blocks in a {message.role[:20]!r} message, not 'assistant'"
     choice = params.get("toolChoice")
-    if uses and isinstance(choice, Mapping) and choice.get("mode") == "none":
+    mode = choice.get("mode") if isinstance(choice, Mapping) else None
+    if uses and mode == "none":
         return "tool_use blocks, but the server's toolChoice mode was 'none'"
+    if not uses and mode == "required":
+        return "no tool_use block, but the server's toolChoice mode was 'required'"
+    offered = {
+        tool.get("name") for tool in _listed(params.get("tools")) if isinstance(tool, Mapping)
+    }
+    unknown = [block.name for block in uses if block.name not in offered]
+    if unknown:
+        return f"a tool_use of {unknown[0][:64]!r}, a tool the server did not offer"
     if stop == "toolUse" and not uses:
         return "stopReason 'toolUse' without a tool_use block"
     return None

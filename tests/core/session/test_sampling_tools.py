@@ -123,6 +123,7 @@ BAD_ANSWERS = [
     ({**TOOL_ANSWER, "content": [RESULT]}, "come from the server"),
     ({**TOOL_ANSWER, "role": "user"}, "not 'assistant'"),
     ({**TOOL_ANSWER, "content": {"type": "text", "text": "x"}}, "without a tool_use"),
+    ({**TOOL_ANSWER, "content": [{**USE, "name": "get_time"}]}, "'get_time', a tool the server"),
 ]
 
 
@@ -144,6 +145,10 @@ def test_tool_use_is_refused_when_the_server_said_none_or_offered_no_tools() -> 
     [ask] = _ask(h, {**TOOLED, "toolChoice": {"mode": "none"}})
     h.feed(core.ServerRequestAnswered(now=0.0, handle=ask.handle, result=TOOL_ANSWER))
     assert "'none'" in h.messages()[0]["error"]["message"]
+    [ask] = _ask(h, {**TOOLED, "toolChoice": {"mode": "required"}}, "s0")
+    text = {"role": "assistant", "content": {"type": "text", "text": "no"}, "model": "m"}
+    h.feed(core.ServerRequestAnswered(now=0.0, handle=ask.handle, result=text))
+    assert "'required'" in h.messages()[0]["error"]["message"]
     [ask] = _ask(h, {"messages": [ASK], "maxTokens": 5}, "s2")
     h.feed(core.ServerRequestAnswered(now=0.0, handle=ask.handle, result=TOOL_ANSWER))
     assert "offered no tools" in h.messages()[0]["error"]["message"]
