@@ -227,22 +227,48 @@ def skills_page(result: Mapping[str, Any]) -> SkillsPage:
     return SkillsPage(tuple(skills), tuple(refused), cursor)
 
 
-class SkillsListing:
+class _Paging:
+    """The cursor bookkeeping of a paged listing: ``params()`` names the next request (None
+    when done), ``_turn`` reads a page's ``nextCursor``. A cursor that comes back is a server
+    going round in circles (``InvalidResponse``); more than ``max_pages`` pages is
+    ``ListTooLong``, since a partial listing would look complete."""
+
+    def __init__(self, method: str, first: dict[str, Any], max_pages: int) -> None:
+        self._method = method
+        self._first = first
+        self._params: dict[str, Any] | None = dict(first)
+        self._cursors: set[str] = set()
+        self._pages = 0
+        self._max_pages = max_pages
+
+    def params(self) -> dict[str, Any] | None:
+        """The next request's params (the first page's, then with ``"cursor"``), or None when
+        done."""
+        return None if self._params is None else dict(self._params)
+
+    def _turn(self, cursor: str | None, items: int) -> None:
+        self._pages += 1
+        if cursor is not None and cursor in self._cursors:
+            raise InvalidResponse(self._method, f"nextCursor {cursor[:80]!r} came back again")
+        if cursor is not None and self._pages >= self._max_pages:
+            raise ListTooLong(self._method, self._pages, items)
+        if cursor is not None:
+            self._cursors.add(cursor)
+        self._params = None if cursor is None else {**self._first, "cursor": cursor}
+
+
+class SkillsListing(_Paging):
     """Every page of ``skills/list`` gathered, without I/O: while ``params()`` is not None,
     send ``skills/list`` with those params and ``add()`` its result. ``skills`` grows page by
     page; ``refused`` says which entries were left out and why. ``add`` raises
     ``InvalidResponse`` for a result that is no skills page, or a ``nextCursor`` already
-    followed (a server going round in circles)."""
+    followed (a server going round in circles), and ``ListTooLong`` past ``max_pages``
+    pages."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_pages: int = 1000) -> None:
+        super().__init__("skills/list", {}, max_pages)
         self.skills: list[Skill] = []
         self.refused: list[str] = []
-        self._params: dict[str, Any] | None = {}
-        self._cursors: set[str] = set()
-
-    def params(self) -> dict[str, Any] | None:
-        """The next request's params (``{}``, then ``{"cursor": ...}``), or None when done."""
-        return None if self._params is None else dict(self._params)
 
     def add(self, result: object) -> None:
         """Read one page (the result of the request ``params()`` named)."""
@@ -254,15 +280,10 @@ class SkillsListing:
             raise InvalidResponse("skills/list", str(error)) from None
         self.skills += page.skills
         self.refused += page.refused
-        cursor = page.next_cursor
-        if cursor is not None and cursor in self._cursors:
-            raise InvalidResponse("skills/list", f"nextCursor {cursor[:80]!r} came back again")
-        if cursor is not None:
-            self._cursors.add(cursor)
-        self._params = None if cursor is None else {"cursor": cursor}
+        self._turn(page.next_cursor, len(self.skills))
 
 
-class DirectoryListing:
+class DirectoryListing(_Paging):
     """Every page of ``resources/directory/read`` of one directory gathered, without I/O:
     while ``params()`` is not None, send the request with those params and ``add()`` its
     result. ``resources`` are the directory's direct children as sent; a sub-directory's
@@ -274,17 +295,9 @@ class DirectoryListing:
     than ``max_pages`` pages (a partial listing would look complete)."""
 
     def __init__(self, directory: Skill | str, max_pages: int = 1000) -> None:
-        self._uri = directory.directory if isinstance(directory, Skill) else directory
+        uri = directory.directory if isinstance(directory, Skill) else directory
+        super().__init__(DIRECTORY_READ, {"uri": uri}, max_pages)
         self.resources: list[Resource] = []
-        self._params: dict[str, Any] | None = {"uri": self._uri}
-        self._cursors: set[str] = set()
-        self._pages = 0
-        self._max_pages = max_pages
-
-    def params(self) -> dict[str, Any] | None:
-        """The next request's params (``{"uri": ...}``, then with ``"cursor"``), or None when
-        done."""
-        return None if self._params is None else dict(self._params)
 
     def add(self, result: object) -> None:
         """Read one page (the result of the request ``params()`` named)."""
@@ -299,14 +312,7 @@ class DirectoryListing:
             self.resources += [Resource.from_wire(item) for item in listed]
         except ValueError as error:
             raise InvalidResponse(DIRECTORY_READ, str(error)) from None
-        self._pages += 1
-        if cursor is not None and cursor in self._cursors:
-            raise InvalidResponse(DIRECTORY_READ, f"nextCursor {cursor[:80]!r} came back again")
-        if cursor is not None and self._pages >= self._max_pages:
-            raise ListTooLong(DIRECTORY_READ, self._pages, len(self.resources))
-        if cursor is not None:
-            self._cursors.add(cursor)
-        self._params = None if cursor is None else {"uri": self._uri, "cursor": cursor}
+        self._turn(cursor, len(self.resources))
 
 
 def skill_from_get(result: object) -> Skill:

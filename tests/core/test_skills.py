@@ -193,6 +193,13 @@ def test_a_listing_refuses_a_bad_page(pages: list[Any], why: str) -> None:
             listing.add(page)
 
 
+def test_a_listing_that_needs_too_many_pages_fails_rather_than_look_complete() -> None:
+    listing = SkillsListing(max_pages=2)
+    listing.add({"skills": [entry()], "nextCursor": "2"})
+    with pytest.raises(ListTooLong):
+        listing.add({"skills": [], "nextCursor": "3"})
+
+
 def test_a_directory_listing_follows_every_page() -> None:
     # SEP-2640 resources/directory/read: {uri, cursor?} -> {resources, nextCursor?}; a
     # skill's directory is its root without the trailing slash.
