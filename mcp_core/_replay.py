@@ -257,11 +257,12 @@ class Recorder:
         elicitation_modes: Iterable[str] = ("form",),
         sampling_tools: bool = False,
         known_era: str | None = None,
+        accept_tasks: bool = False,
     ) -> None:
-        """``handlers``, ``elicitation_modes``, ``sampling_tools`` and ``known_era`` (the
-        machine's attribute: the era verdict of an earlier probe it started from): what the
-        machine was built with (they change what it declares, answers and sends, so a replay
-        must build the same machine)."""
+        """``handlers``, ``elicitation_modes``, ``sampling_tools``, ``accept_tasks`` and
+        ``known_era`` (the machine's attribute: the era verdict of an earlier probe it started
+        from): what the machine was built with (they change what it declares, answers and
+        sends, so a replay must build the same machine)."""
         self._write = write
         header: dict[str, object] = {"format": FORMAT, "version": VERSION, "spec": spec.redacted()}
         if handlers:
@@ -271,6 +272,8 @@ class Recorder:
             header["elicitation_modes"] = modes
         if sampling_tools:  # written only when declared: older recordings stay the same
             header["sampling_tools"] = True
+        if accept_tasks:  # likewise
+            header["accept_tasks"] = True
         if known_era is not None:  # not written when unknown: older recordings stay the same
             header["known_era"] = known_era
         write(_line(header))
@@ -287,17 +290,17 @@ def read_recording(lines: Iterable[str]) -> tuple[Spec, list[Event]]:
     version, or a line that is not a valid event; ``InvalidSpec`` if the header's spec is
     refused.
     """
-    spec, _handlers, _modes, _tools, _era, events = _read(lines)
+    spec, _handlers, _modes, _tools, _era, events, _tasks = _read(lines)
     return spec, events
 
 
 def _read(
     lines: Iterable[str],
-) -> tuple[Spec, tuple[str, ...], tuple[str, ...], bool, str | None, list[Event]]:
+) -> tuple[Spec, tuple[str, ...], tuple[str, ...], bool, str | None, list[Event], bool]:
     spec: Spec | None = None
     handlers: tuple[str, ...] = ()
     modes: tuple[str, ...] = ("form",)
-    sampling_tools = False
+    sampling_tools = accept_tasks = False
     known_era: str | None = None
     events: list[Event] = []
     for number, line in enumerate(lines, start=1):
@@ -324,6 +327,9 @@ def _read(
             sampling_tools = data.get("sampling_tools", False)
             if not isinstance(sampling_tools, bool):
                 raise ValueError('the recording header\'s "sampling_tools" must be true or false')
+            accept_tasks = data.get("accept_tasks", False)
+            if not isinstance(accept_tasks, bool):
+                raise ValueError('the recording header\'s "accept_tasks" must be true or false')
             known_era = data.get("known_era")
             if known_era not in (None, "legacy", "modern", "sse"):
                 raise ValueError(
@@ -336,7 +342,7 @@ def _read(
             raise ValueError(f"recording line {number}: {exc}") from None
     if spec is None:
         raise ValueError("the recording is empty: no header line")
-    return spec, handlers, modes, sampling_tools, known_era, events
+    return spec, handlers, modes, sampling_tools, known_era, events, accept_tasks
 
 
 def _read_header(data: Mapping[str, object]) -> Spec:
@@ -363,7 +369,7 @@ def replay_lines(
     ``machine`` builds the machine from the header's spec (default: ``SessionMachine``).
     Raises as ``read_recording`` does.
     """
-    spec, handlers, modes, tools, known_era, events = _read(lines)
+    spec, handlers, modes, tools, known_era, events, tasks = _read(lines)
     if machine is None:
         from ._session.machine import SessionMachine  # lazily: the machine imports this package
 
@@ -372,6 +378,7 @@ def replay_lines(
             handlers=handlers,
             elicitation_modes=modes,
             sampling_tools=tools,
+            accept_tasks=tasks,
             known_era=known_era,
         )
     else:
@@ -439,7 +446,7 @@ class Cassette:
     @classmethod
     def from_lines(cls, lines: Iterable[str]) -> Cassette:
         """Read a recording (raises as ``read_recording`` does)."""
-        spec, handlers, modes, tools, known_era, events = _read(lines)
+        spec, handlers, modes, tools, known_era, events, tasks = _read(lines)
         from ._session.machine import SessionMachine  # lazily: the machine imports this package
 
         machine = SessionMachine(
@@ -447,6 +454,7 @@ class Cassette:
             handlers=handlers,
             elicitation_modes=modes,
             sampling_tools=tools,
+            accept_tasks=tasks,
             known_era=known_era,
         )
         wire = _Wire(spec.max_message_bytes)
