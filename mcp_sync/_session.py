@@ -193,6 +193,7 @@ class Session:
         handlers: dict[str, Handler],
         elicitation_modes: Iterable[str],
         sampling_tools: bool,
+        accept_tasks: bool,
         elicitation_complete: CompletionCallback | None,
         authorize: AuthorizeCallback | None,
         token_store: TokenStore | None,
@@ -210,6 +211,7 @@ class Session:
             handlers=[HANDLED_REQUESTS[method] for method in handlers],
             elicitation_modes=elicitation_modes,
             sampling_tools=sampling_tools,
+            accept_tasks=accept_tasks,
             **self._tokens.machine_keywords(spec, interactive=interactive),
         )
         self._browser = BrowserStep(spec, authorize, time.monotonic)
@@ -275,6 +277,7 @@ class Session:
                     handlers=self.machine.handlers,
                     elicitation_modes=self.machine.elicitation_modes,
                     sampling_tools=self.machine.sampling_tools,
+                    accept_tasks=self.machine.accept_tasks,
                     known_era=self.machine.known_era,
                 )
             self._phase = "running"
@@ -288,7 +291,8 @@ class Session:
             _RUNNING.add(self)
             # Connect is handled before the lock is released, so a concurrent stop() always
             # feeds Close after it.
-            later = self._handle(Connect(now=time.monotonic()))
+            now = time.monotonic()  # and the time of day, for the tasks the server asks for
+            later = self._handle(Connect(now=now, wall_offset=time.time() - now))
         _run(later)
 
     def stop(self) -> None:
