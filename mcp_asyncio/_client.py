@@ -124,6 +124,7 @@ class Client:
         elicitation_complete: CompletionCallback | None = None,
         sampling: Handler | None = None,
         sampling_tools: bool = False,
+        accept_tasks: bool = False,
         roots: Handler | None = None,
         on_list_changed: ListChangedCallback | None = None,
         authorize: AuthorizeCallback | None = None,
@@ -133,11 +134,16 @@ class Client:
         **fields: Unpack[SpecFields],
     ) -> None:
         """Raises ``InvalidSpec`` for a refused spec, ``NoHttpClient`` for an https URL on a
-        Python without ``ssl``, ``ValueError`` for impossible ``elicitation_modes`` or for
-        ``sampling_tools`` without ``sampling``; nothing is started. See ``Handler`` and
-        ``CompletionCallback`` for the handlers. ``sampling_tools=True`` declares
-        ``sampling: {"tools": {}}`` (MCP 2025-11-25 client/sampling): the sampling handler
-        then also gets requests with ``tools`` and ``toolChoice`` (docs/server-requests.md).
+        Python without ``ssl``, ``ValueError`` for impossible ``elicitation_modes``, for
+        ``sampling_tools`` without ``sampling``, or for ``accept_tasks`` without ``sampling``
+        or ``elicitation``; nothing is started. See ``Handler`` and ``CompletionCallback`` for
+        the handlers. ``sampling_tools=True`` declares ``sampling: {"tools": {}}`` (MCP
+        2025-11-25 client/sampling): the sampling handler then also gets requests with
+        ``tools`` and ``toolChoice`` (docs/server-requests.md). ``accept_tasks=True`` lets a
+        2025-11-25 server ask for the sampling and elicitation requests to run as tasks
+        (basic/utilities/tasks): the client answers at once with a task, runs the same handler,
+        and serves the server's ``tasks/get``, ``tasks/result``, ``tasks/list`` and
+        ``tasks/cancel`` (docs/tasks.md).
         ``on_list_changed(kind)`` is called each time the server says its tools, prompts or
         resources changed (see ``ListChangedCallback``; in the 2026-07-28 era it keeps a
         ``subscriptions/listen`` stream open for them).
@@ -194,6 +200,7 @@ class Client:
             handlers={m: h for m, h in given.items() if h is not None},
             elicitation_modes=elicitation_modes,
             sampling_tools=sampling_tools,
+            accept_tasks=accept_tasks,
             elicitation_complete=elicitation_complete,
             authorize=authorize,
             token_store=token_store,

@@ -88,6 +88,7 @@ class ClientOptions(GroupSpecFields, total=False):
     elicitation_complete: CompletionCallback | None
     sampling: Handler | None
     sampling_tools: bool
+    accept_tasks: bool
     roots: Handler | None
     on_list_changed: ListChangedCallback | None
     authorize: AuthorizeCallback | None

@@ -269,6 +269,7 @@ class Session:
         handlers: dict[str, Handler],
         elicitation_modes: Iterable[str],
         sampling_tools: bool,
+        accept_tasks: bool,
         elicitation_complete: CompletionCallback | None,
         authorize: AuthorizeCallback | None,
         token_store: TokenStore | None,
@@ -289,6 +290,7 @@ class Session:
             elicitation_modes=elicitation_modes,
             sampling_tools=sampling_tools,
             list_changed=on_list_changed is not None,
+            accept_tasks=accept_tasks,
             **self._tokens.machine_keywords(spec, interactive=interactive),
         )
         self._authorize = authorize
@@ -415,6 +417,7 @@ class Session:
                 handlers=self.machine.handlers,
                 elicitation_modes=self.machine.elicitation_modes,
                 sampling_tools=self.machine.sampling_tools,
+                accept_tasks=self.machine.accept_tasks,
                 known_era=self.machine.known_era,
                 list_changed=self.machine.list_changed,
             )
@@ -452,7 +455,8 @@ class Session:
                 pool_size=self._spec.pool_size,
                 network=self._network,
             )
-        self.feed(Connect(now=_now()))
+        now = _now()  # and the time of day, for the tasks the server asks this client to run
+        self.feed(Connect(now=now, wall_offset=time.time() - now))
         weakref.finalize(owner, self.abandon)
 
     async def stop(self) -> None:

@@ -258,11 +258,13 @@ class Recorder:
         sampling_tools: bool = False,
         known_era: str | None = None,
         list_changed: bool = False,
+        accept_tasks: bool = False,
     ) -> None:
         """``handlers``, ``elicitation_modes``, ``sampling_tools``, ``known_era`` (the
-        machine's attribute: the era verdict of an earlier probe it started from) and
-        ``list_changed``: what the machine was built with (they change what it declares,
-        answers, sends and asks the driver to do, so a replay must build the same machine)."""
+        machine's attribute: the era verdict of an earlier probe it started from),
+        ``list_changed`` and ``accept_tasks``: what the machine was built with (they change
+        what it declares, answers, sends and asks the driver to do, so a replay must build the
+        same machine)."""
         self._write = write
         header: dict[str, object] = {"format": FORMAT, "version": VERSION, "spec": spec.redacted()}
         if handlers:
@@ -272,6 +274,8 @@ class Recorder:
             header["elicitation_modes"] = modes
         if sampling_tools:  # written only when declared: older recordings stay the same
             header["sampling_tools"] = True
+        if accept_tasks:  # likewise
+            header["accept_tasks"] = True
         if known_era is not None:  # not written when unknown: older recordings stay the same
             header["known_era"] = known_era
         if list_changed:  # written only when asked for: older recordings stay the same
@@ -302,6 +306,7 @@ class _Built(TypedDict):
     sampling_tools: bool
     known_era: str | None
     list_changed: bool
+    accept_tasks: bool
 
 
 def _read(lines: Iterable[str]) -> tuple[Spec, _Built, list[Event]]:
@@ -312,6 +317,7 @@ def _read(lines: Iterable[str]) -> tuple[Spec, _Built, list[Event]]:
         sampling_tools=False,
         known_era=None,
         list_changed=False,
+        accept_tasks=False,
     )
     events: list[Event] = []
     for number, line in enumerate(lines, start=1):
@@ -352,6 +358,7 @@ def _built(data: dict[str, Any]) -> _Built:
         sampling_tools=_flag(data, "sampling_tools"),
         known_era=known_era,
         list_changed=_flag(data, "list_changed"),
+        accept_tasks=_flag(data, "accept_tasks"),
     )
 
 

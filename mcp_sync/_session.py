@@ -204,6 +204,7 @@ class Session:
         handlers: dict[str, Handler],
         elicitation_modes: Iterable[str],
         sampling_tools: bool,
+        accept_tasks: bool,
         elicitation_complete: CompletionCallback | None,
         authorize: AuthorizeCallback | None,
         token_store: TokenStore | None,
@@ -224,6 +225,7 @@ class Session:
             elicitation_modes=elicitation_modes,
             sampling_tools=sampling_tools,
             list_changed=on_list_changed is not None,
+            accept_tasks=accept_tasks,
             **self._tokens.machine_keywords(spec, interactive=interactive),
         )
         self._browser = BrowserStep(spec, authorize, time.monotonic)
@@ -290,6 +292,7 @@ class Session:
                     handlers=self.machine.handlers,
                     elicitation_modes=self.machine.elicitation_modes,
                     sampling_tools=self.machine.sampling_tools,
+                    accept_tasks=self.machine.accept_tasks,
                     known_era=self.machine.known_era,
                     list_changed=self.machine.list_changed,
                 )
@@ -304,7 +307,8 @@ class Session:
             _RUNNING.add(self)
             # Connect is handled before the lock is released, so a concurrent stop() always
             # feeds Close after it.
-            later = self._handle(Connect(now=time.monotonic()))
+            now = time.monotonic()  # and the time of day, for the tasks the server asks for
+            later = self._handle(Connect(now=now, wall_offset=time.time() - now))
         _run(later)
 
     def stop(self) -> None:

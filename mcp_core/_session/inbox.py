@@ -3,12 +3,13 @@
 An answer goes to the work that asked (``Calls``), the handshake (``Opening``) or the listen
 stream it ends (``Subscriptions``); an answer nobody waits for any more is ignored (MCP
 2025-11-25 basic/utilities/cancellation: the sender "SHOULD ignore" a late response). A
-request goes to the application's handlers (``ServerRequests``). A notification is progress,
-a list that changed, a resource that was updated, a subscription acknowledged, a request the
-server cancelled, a URL elicitation completed, or a log line (``notifications/message``, as a
-``Log`` action on the ``mcp.server.<name>`` logger). A list that changed drops the client's
-cache of it, then (for a machine built with ``list_changed=True``) becomes a ``ListChanged``
-action for the application's callback.
+request goes to the application's handlers (``ServerRequests``), or, a ``tasks/*`` request
+about a task the server asked the client to run, to that task (``client_tasks.py``). A
+notification is progress, a list that changed, a resource that was updated, a subscription
+acknowledged, a request the server cancelled, a URL elicitation completed, or a log line
+(``notifications/message``, as a ``Log`` action on the ``mcp.server.<name>`` logger). A list
+that changed drops the client's cache of it, then (for a machine built with
+``list_changed=True``) becomes a ``ListChanged`` action for the application's callback.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ class Inbox:
         if isinstance(message, rpc.Response):
             self._on_response(connection, message)
         elif isinstance(message, rpc.Request):
+            if self._asks.tasks.serve(connection, message):  # tasks/* about the client's tasks
+                return
             answer = self._asks.answer_for(message)
             if answer is None:
                 self._asks.ask_application(connection, message)

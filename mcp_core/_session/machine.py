@@ -112,6 +112,7 @@ from .._wire import jsonrpc as rpc
 from .admission import Admission
 from .attempts import Attempts
 from .calls import Calls
+from .client_tasks import ClientTasks
 from .inbox import Inbox
 from .opening import Opening
 from .results import MAX_INPUT_ROUNDS
@@ -157,6 +158,7 @@ class SessionMachine:
         handlers: Iterable[str] = (),
         elicitation_modes: Iterable[str] = ("form",),
         sampling_tools: bool = False,
+        accept_tasks: bool = False,
         known_era: str | None = None,
         list_changed: bool = False,
         oauth: OAuthSettings | None = None,
@@ -174,6 +176,8 @@ class SessionMachine:
         ``sampling_tools`` declares ``sampling: {"tools": {}}`` (2025-11-25): the 'sampling'
         handler (without one: ``ValueError``) then gets requests with tools (``sampling.py``).
         ``list_changed``: list changes become ``ListChanged`` actions too (``subscriptions.py``).
+        ``accept_tasks``: the server may run those handlers' requests as tasks (2025-11-25
+        basic/utilities/tasks, ``client_tasks.py``; without either handler: ``ValueError``).
 
         ``oauth`` (HTTP only, and not with an ``Authorization`` header in the spec): run the
         OAuth flow when the server asks for a token (``_auth/layer.py``), starting from the
@@ -182,14 +186,16 @@ class SessionMachine:
         self.handlers, modes = answered_requests(handlers, elicitation_modes, sampling_tools)
         self.elicitation_modes, self.sampling_tools = modes, sampling_tools
         self.list_changed = list_changed
+        self.accept_tasks = accept_tasks
         self.spec = spec
         self.now = 0.0
         self._phase = SessionPhase.NEW
         self._out: list[Action] = []
         self._capabilities = client_capabilities(
-            self.handlers, modes, sampling_tools, extensions=spec.extensions
+            self.handlers, modes, sampling_tools, spec.extensions, accept_tasks
         )
-        self._asks = ServerRequests(self.handlers, modes, self._out, sampling_tools)
+        tasks = ClientTasks(self.handlers, accept_tasks, self)  # ValueError: no handler for it
+        self._asks = ServerRequests(self.handlers, modes, self._out, sampling_tools, tasks=tasks)
         http = spec.transport == "http"
         pooled = spec.concurrency == "pooled"
         self._connections = [Connection(index=i) for i in range(spec.pool_size if pooled else 1)]
@@ -298,14 +304,12 @@ class SessionMachine:
         """The earliest time at which ``TimerFired`` has something to do, or ``None``."""
         # Drivers ask after every event, so this builds nothing: one pass, no list.
         best = self._admission.earliest_deadline()
-        if self._waiters:
-            earliest = min(self._waiters.values())
-            best = earliest if best is None or earliest < best else best
-        if self._close_deadline is not None and (best is None or self._close_deadline < best):
-            best = self._close_deadline
         for again in (
+            min(self._waiters.values()) if self._waiters else None,
+            self._close_deadline,
             self._subscriptions.next_deadline(),
             self._calls.tasks.next_deadline(self._admission.works),
+            self._asks.tasks.next_deadline(),
         ):
             if again is not None and (best is None or again < best):
                 best = again
@@ -404,6 +408,7 @@ class SessionMachine:
             self.log("DEBUG", "Connect while started or still stopping: ignored")
             return
         self._permanent = self._connect_error = None
+        self._asks.tasks.wall_offset = event.wall_offset
         self._attempts.reset(self.now)
         for connection in self._connections:  # all IDLE: never started, or stopped
             self._connect(connection)
@@ -455,6 +460,7 @@ class SessionMachine:
         for connection in self._connections:
             connection.retry_at = connection.probe_deadline = connection.connect_deadline = None
             connection.requests.clear()  # a late handshake answer must not start a new step
+            self._asks.tasks.forget(connection)
             connection.move(Step.STOP)
             if connection.phase is Phase.STOPPING and not self._transport.close(connection):
                 connection.move(Step.GONE)
@@ -471,10 +477,10 @@ class SessionMachine:
 
     def _on_server_request_answered(self, event: ServerRequestAnswered) -> None:
         asker, event, warning = self._asks.answered(event)
-        if asker is None:
-            return
         if warning is not None:
             self.log("WARNING", warning)
+        if asker is None:  # dropped, unknown, or a task's (kept for its tasks/result)
+            return
         connection, request_id = asker
         if isinstance(connection, int):  # an input round of a call: (ticket, input key)
             self._calls.input_answered(connection, str(request_id), event)
@@ -490,6 +496,7 @@ class SessionMachine:
         now = self.now
         self._calls.expire(now)
         self._calls.poll_tasks(now)
+        self._asks.tasks.expire(now)
         self._subscriptions.expire(now)
         # Connections first: a handshake past its init_timeout is then a failed attempt, which
         # the readiness waits ending now report (the ``async with`` block's ends with it).

@@ -13,7 +13,10 @@ handler's answer the server cannot take fails as a handler that raised.
 
 Bookkeeping kept here: which handle is which server request on which connection (an answer
 for a connection that is gone is dropped: it must not reach its successor), and the URL-mode
-elicitations the server may later report complete (2025-11-25).
+elicitations the server may later report complete (2025-11-25). A request the server asks the
+client to run as a task (2025-11-25 basic/utilities/tasks, when the client declared it) goes
+to the handler the same way; its answer goes to the task (``client_tasks.py``), not back on
+the request.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .._vocabulary.errors import JsonRpcError
 from .._vocabulary.events import ServerRequestAnswered
 from .._wire import jsonrpc as rpc
 from .._wire.json import unsendable
+from .client_tasks import ClientTasks
 from .sampling import answer_problem, request_problem
 
 __all__ = [
@@ -83,8 +87,11 @@ class ServerRequests:
         modes: Iterable[str],
         out: list[Action],
         sampling_tools: bool = False,
+        *,
+        tasks: ClientTasks,
     ) -> None:
         self.handlers = frozenset(handlers)
+        self.tasks = tasks  # the requests the server asked to run as tasks
         self.modes = frozenset(modes)
         self.sampling_tools = sampling_tools
         self._out = out
@@ -129,11 +136,17 @@ class ServerRequests:
         return None
 
     def ask_application(self, connection: Connection, request: rpc.Request) -> None:
-        """Hand a request ``answer_for`` kept to the application's handler."""
+        """Hand a request ``answer_for`` kept to the application's handler: its answer goes
+        back on the request, or to the task the request asked for (then created here)."""
+        handle = self._handle()
+        taken = self.tasks.create(connection, request, handle)
+        if taken == "refused":
+            return
         elicitation_id = request.params.get("elicitationId")
         if request.method == "elicitation/create" and isinstance(elicitation_id, str):
             self.expect_completion(elicitation_id)  # a URL-mode request
-        self._asked[self._handle()] = (connection, request.id)
+        if taken == "plain":
+            self._asked[handle] = (connection, request.id)
         self._hand_over(request.method, request.params)
 
     def ask_input(self, ticket: int, key: str, method: str, params: Mapping[str, Any]) -> None:
@@ -156,13 +169,14 @@ class ServerRequests:
         str | None,
     ]:
         """Whom the answer is for (the connection and request id that asked, the (ticket,
-        input key) of a call's input round, or None: dropped or unknown), the answer checked
-        (``checked_answer``; a sampling answer by ``sampling.answer_problem`` too), and a
-        warning to log when it was refused."""
+        input key) of a call's input round, or None: dropped, unknown, or a task's, which
+        gets it here), the answer checked (``checked_answer``; a sampling answer by
+        ``sampling.answer_problem`` too), and a warning to log when it was refused."""
         params = self._sampling.pop(event.handle, None)
         found = self._inputs.pop(event.handle, None)
         asker = found if found is not None else self._asked.pop(event.handle, None)
-        if asker is None:
+        task = asker is None and self.tasks.owns(event.handle)
+        if asker is None and not task:
             return None, event, None
         event, warning = checked_answer(event)
         problem = None
@@ -173,6 +187,8 @@ class ServerRequests:
             event = ServerRequestAnswered(
                 now=event.now, handle=event.handle, failed=f"its answer was refused ({problem})"
             )
+        if task:  # kept for tasks/result: what the request itself would have been sent
+            self.tasks.answered(event.handle, answer_response(0, event))
         return asker, event, warning
 
     def cancelled(self, connection: Connection, request_id: object) -> None:
@@ -181,11 +197,13 @@ class ServerRequests:
         for handle, (asker, asked_id) in list(self._asked.items()):
             if asker is connection and asked_id == request_id:
                 del self._asked[handle]
+        self.tasks.cancelled(connection, request_id)
 
     def forget(self, connection: Connection) -> None:
         """The connection that asked is gone: an answer must not reach its successor."""
         for handle in [h for h, (asker, _) in self._asked.items() if asker is connection]:
             del self._asked[handle]
+        self.tasks.forget(connection)
 
     def expect_completion(self, elicitation_id: str) -> None:
         """Remember a URL elicitation until the server reports it complete (bounded)."""

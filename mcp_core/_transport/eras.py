@@ -65,6 +65,7 @@ def client_capabilities(
     elicitation_modes: Iterable[str] = ("form",),
     sampling_tools: bool = False,
     extensions: Mapping[str, Mapping[str, Any]] | None = None,
+    accept_tasks: bool = False,
 ) -> dict[str, Any]:
     """Declare exactly the features the application gave a handler for: a capability we
     declare is one the server may use (2025-06-18 basic/lifecycle: "only use negotiated
@@ -78,13 +79,25 @@ def client_capabilities(
     settings (SEP-2133, 2026-07-28 basic/index §Extensions): on ``initialize`` (the 2025-11-25
     schema has no such field, yet servers read it there) and, being part of the
     capabilities, on every 2026-07-28 request's ``_meta``, as that era requires ("a server
-    MUST NOT use an extension for a request that lacks it")."""
+    MUST NOT use an extension for a request that lacks it").
+
+    ``accept_tasks``: ``tasks`` (2025-11-25 basic/utilities/tasks §Client Capabilities) with
+    ``list``, ``cancel`` and a ``requests`` entry for each of the sampling and elicitation
+    handlers given (none given: nothing is declared). The legacy era only: 2026-07-28 has no
+    such capability, so ``modern_meta`` leaves it out."""
     capabilities: dict[str, Any] = {name: {} for name in sorted(handlers)}
     modes = sorted(set(elicitation_modes))
     if "elicitation" in capabilities and modes != ["form"]:
         capabilities["elicitation"] = {mode: {} for mode in modes}
     if sampling_tools and "sampling" in capabilities:
         capabilities["sampling"] = {"tools": {}}
+    requests: dict[str, Any] = {
+        name: {method: {}}
+        for name, method in (("elicitation", "create"), ("sampling", "createMessage"))
+        if accept_tasks and name in capabilities
+    }
+    if requests:
+        capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": requests}
     if extensions:
         capabilities["extensions"] = {key: dict(value) for key, value in extensions.items()}
     return capabilities
@@ -125,10 +138,13 @@ def modern_meta(
     capabilities: Mapping[str, Any], client_info: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The ``_meta`` keys 2026-07-28 requires on every request (clientInfo is a SHOULD;
-    ``client_info`` as for ``initialize_params``)."""
+    ``client_info`` as for ``initialize_params``). Without the legacy ``tasks`` capability:
+    2026-07-28 has none (its tasks are the extension's, SEP-2663)."""
+    declared = dict(capabilities)
+    declared.pop("tasks", None)
     return {
         _META + "protocolVersion": MODERN_VERSION,
-        _META + "clientCapabilities": dict(capabilities),
+        _META + "clientCapabilities": declared,
         _META + "clientInfo": dict(client_info or CLIENT_INFO),
     }
 

@@ -14,6 +14,7 @@ the events of every process but the slot's current one. A driver feeds them all.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -89,7 +90,19 @@ class Event:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Connect(Event):
-    """The client was started: open every connection the spec asks for."""
+    """The client was started: open every connection the spec asks for.
+
+    ``wall_offset``: the driver's wall clock minus its monotonic one (``time.time() -
+    time.monotonic()``), so that ``now + wall_offset`` is the time of day. The machine reads
+    no clock; it needs the time of day only for the ``createdAt`` and ``lastUpdatedAt`` of
+    tasks the server asks it to run (2025-11-25 basic/utilities/tasks), and a recording
+    keeps it, so a replay writes the same times. 0 (the default): 1970."""
+
+    wall_offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.wall_offset):
+            raise ValueError("Connect.wall_offset must be a finite number")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

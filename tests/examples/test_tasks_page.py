@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def test_every_block_is_run() -> None:
-    assert [b.name for b in blocks(PAGE)] == ["tasks-blocking", "tasks-asyncio"]
+    assert [b.name for b in blocks(PAGE)] == ["tasks-blocking", "tasks-asyncio", "tasks-client"]
 
 
 def test_the_blocking_block_follows_the_task(tmp_path: Path) -> None:
@@ -43,6 +43,14 @@ def test_the_asyncio_block_uses_a_handle(tmp_path: Path) -> None:
     assert out[0] == "started: working"
     assert out[1] in ("now: working", "now: completed")
     assert out[2:] == ["listed: True", "# Research Report: reefs"]
+
+
+def test_the_client_block_runs_its_handler_as_a_task(tmp_path: Path) -> None:
+    node_bin("mcp-server-everything")
+    (block,) = [b for b in blocks(PAGE) if b.name == "tasks-client"]
+    # Only a client that declared the task capability is offered this tool: its first line
+    # says the server polled the client's task to its end and got the result.
+    assert run_block(block, tmp_path).splitlines() == ["[COMPLETED] Async sampling completed!"]
 
 
 def test_mypy_strict(tmp_path: Path) -> None:
