@@ -62,7 +62,8 @@ class SelectorsClient:
         self._tickets = 0
 
     def __enter__(self) -> SelectorsClient:
-        self._feed(core.Connect(now=_now()))
+        # The time of day, for the tasks a server may ask a client to run (docs/driver.md).
+        self._feed(core.Connect(now=_now(), wall_offset=time.time() - _now()))
         try:
             self.await_ready(self.spec.init_timeout)
         except BaseException:
