@@ -318,10 +318,12 @@ class ClientGroup:
         progress: ProgressCallback | None = None,
         output_type: Any = None,
         meta: Mapping[str, Any] | None = None,
+        task: bool | None = None,
     ) -> CallToolResult:
         """Call the tool listed as ``name`` on its server, under the tool's own name;
-        ``timeout``, ``reservation``, ``progress``, ``output_type`` and ``meta`` are
-        ``Client.call_tool``'s.
+        ``timeout``, ``reservation``, ``progress``, ``output_type``, ``meta`` and ``task`` are
+        ``Client.call_tool``'s (a tool the server runs as a task is followed to its result;
+        ``group.clients[server].start_tool`` gives a task's handle).
 
         Raises ``UnknownTool`` when no server has that name (nothing is sent); for a server
         that is down, that client's own error (``NotReady``, ``ConnectFailed``; for a server
@@ -338,6 +340,7 @@ class ClientGroup:
             progress=progress,
             output_type=output_type,
             meta=meta,
+            task=task,
         )
 
     def resolve(self, name: str) -> tuple[str, str] | None:

@@ -84,7 +84,7 @@ class Following:
     poll_interval: float  # seconds; the server's, or the client's default
     poll_at: float | None = None  # next tasks/get; None while a request or an input is out
     owned: bool = True  # the call created it: a timeout or a cancel cancels the task too
-    status: str = "working"
+    status: str = "unknown"  # until the server says: its first word is news, reported too
     message: str | None = None
     changes: int = 0  # status changes reported as progress
     answered: set[str] = field(default_factory=set)  # input keys answered: never asked again

@@ -343,6 +343,18 @@ async def test_call_options_reach_the_client(driver: str) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_tool_run_as_a_task_is_followed_through_the_group(driver: str) -> None:
+    with anyio.fail_after(60):
+        async with Group(driver, {"ev": stdio(everything_argv())}) as group:
+            await group.list_tools()
+            research = "mcp__ev__simulate-research-query"
+            done = await group.call_tool(research, {"topic": "kelp"})
+            assert done.text.startswith("# Research Report: kelp")
+            refused = await group.call_tool(research, {"topic": "kelp"}, task=False)
+            assert refused.is_error  # the tool requires a task: task= reached the client
+
+
+@pytest.mark.anyio
 async def test_shortened_names_route_and_survive_a_restart(driver: str) -> None:
     server = "a-server-with-a-name-long-enough-to-need-shortening-in-names"
     specs = {server: stdio(fault_server_argv())}

@@ -379,6 +379,8 @@ def test_a_call_refused_for_want_of_the_extension_is_sent_again_declaring_it() -
     assert second is not first and declared(h, second)
     assert h.body(second)["params"]["arguments"] == {"topic": "x"}
     h.result_for(second, {"resultType": "task", **task(pollIntervalMs=250, ttlMs=None)})
+    # The task's start is news too, with no message of the server's: its status says it.
+    assert [(p.progress, p.message) for p in h.of(core.ProgressUpdate)] == [(1.0, "working")]
     h.take()
     h.fire_due()
     poll = h.request("tasks/get")
@@ -386,7 +388,7 @@ def test_a_call_refused_for_want_of_the_extension_is_sent_again_declaring_it() -
     assert declared(h, poll)
     h.result_for(poll, {"resultType": "complete", **task("completed", result=TEXT_RESULT)})
     assert h.result(ticket).text == "hi"
-    assert [p.message for p in h.of(core.ProgressUpdate)] == ["completed"]
+    assert [(p.progress, p.message) for p in h.of(core.ProgressUpdate)] == [(2.0, "completed")]
 
 
 def test_a_second_refusal_or_one_for_another_extension_is_the_callers_error() -> None:
