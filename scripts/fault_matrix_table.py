@@ -22,6 +22,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.drivers.test_fault_matrix import (  # noqa: E402  (the repo root goes on sys.path first)
+    CANCELS_TASK,
     CONNECT_FAULTS,
     FAULTS,
     ROWS,
@@ -43,6 +44,8 @@ def outcome(text: str) -> str:
         name, _, detail = choice.strip().partition(" ")
         if name == "result":
             shown.append("the result")
+        elif name == "cancelled":
+            shown.append("returns at once, cancelled")
         elif detail == "permanent":
             shown.append(f"`{name}` (permanent)")
         elif detail:
@@ -56,6 +59,8 @@ def cell(row: Row | None) -> str:
     if row is None:
         return "n/a"
     text = outcome(row.caller)
+    if row.fault in CANCELS_TASK:
+        text += "; the server gets `tasks/cancel`"
     if row.others not in ("result", "-"):
         text += f"; a call beside it: {outcome(row.others)}"
     if row.then == "-" and row.fault not in CONNECT_FAULTS:

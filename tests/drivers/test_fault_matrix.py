@@ -1,8 +1,8 @@
 """The fault matrix: what every caller gets when a server misbehaves, on every driver (asyncio,
-trio, sync) and every transport (stdio, Streamable HTTP legacy and 2026-07-28, HTTP+SSE), from
-one literal table, ROWS. docs/guarantees.md shows the same table ("Faults, transport by
-transport"), drawn from ROWS by scripts/fault_matrix_table.py; a test below fails when they
-disagree.
+trio, sync) and every transport (stdio 2025-11-25 and 2026-07-28, Streamable HTTP legacy and
+2026-07-28, HTTP+SSE), from one literal table, ROWS. docs/guarantees.md shows the same table
+("Faults, transport by transport"), drawn from ROWS by scripts/fault_matrix_table.py; a test
+below fails when they disagree.
 
 A row names a transport, a fault and what the callers must get:
   caller  the call the fault hits (for a connect fault: the client's `async with`, which waits
@@ -14,8 +14,20 @@ A row names a transport, a fault and what the callers must get:
           server is gone for good).
 An outcome is "result" (a CallToolResult that is not an error), an error class of mcp_core
 ("HttpError 503": with that status, "ConnectFailed permanent": not retried, "JsonRpcError -32603":
-with that code), or alternatives joined by " | " where the order of two events is up to the
-network (which of two sockets the kernel reports closed first).
+with that code), "cancelled" (the caller was cancelled, and returned within MARGIN of it), or
+alternatives joined by " | " where the order of two events is up to the network (which of two
+sockets the kernel reports closed first).
+
+The task faults (TASK_FAULTS) call a tool the server runs as a task (2025-11-25
+basic/utilities/tasks: the client lists the tools, sees `execution.taskSupport: "required"` and
+asks for a task; 2026-07-28 Tasks extension: the undeclared call gets -32021 and is sent again
+declaring it), and the fault comes once the client follows the task (its first status reached
+the call's `progress`). Where the caller's deadline or its cancellation ends the call
+(CANCELS_TASK), the row also checks that the server received `tasks/cancel` for the one task it
+created (and, at a deadline, that the RequestTimeout names that task and says it was cancelled
+on the server): the HTTP servers record it; the stdio server says what it saw when called with
+its tool `tasks_seen`. A caller that is cancelled (CALLER_CANCELS) is not run on the blocking
+driver: a blocked thread cannot be cancelled.
 
 Every row also checks, on each driver:
   - each caller is answered by its deadline plus MARGIN (waited for with that deadline: the row
@@ -26,15 +38,17 @@ Every row also checks, on each driver:
   - no secret of the spec (an Authorization header, a query parameter, an env value, an arg)
     is in any error's str or repr, in status(), or in any log record.
 
-The servers: tests/servers/fault_server.py (stdio), HttpFaultServer (Streamable HTTP; era
-"legacy" or "modern") and HttpSseFaultServer (HTTP+SSE), all in tests/servers, each started for
-its row (in-process for HTTP: starting one costs a socket and a thread) and stopped before the
+The servers: tests/servers/fault_server.py (stdio; --modern for 2026-07-28, --tasks for the task
+faults), HttpFaultServer (Streamable HTTP; era "legacy" or "modern"; tasks=True for the task
+faults) and HttpSseFaultServer (HTTP+SSE), all in tests/servers, each started for its row
+(in-process for HTTP: starting one costs a socket and a thread) and stopped before the
 counts are taken again.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import re
@@ -43,6 +57,7 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +74,7 @@ from tests.servers.http_fault_server import HttpFaultServer, HttpSseFaultServer
 
 TRANSPORTS = {
     "stdio": "stdio",
+    "stdio-modern": "stdio (2026-07-28)",
     "legacy": "Streamable HTTP (legacy)",
     "modern": "Streamable HTTP (2026-07-28)",
     "sse": "HTTP+SSE (2024-11-05)",
@@ -83,8 +99,9 @@ FAULTS = {
     "invalid UTF-8": "the answer's text is not UTF-8",
     "missing executable": "the command does not exist",
     "init error": (
-        "the handshake is answered with JSON-RPC error -32603 (2026-07-28: the `server/discover` "
-        "probe, after which the client tries `initialize` and learns the era from its -32022)"
+        "the handshake is answered with JSON-RPC error -32603 (2026-07-28 over HTTP: the "
+        "`server/discover` probe, after which the client tries `initialize` and learns the era "
+        "from its -32022; over stdio: `server/discover`, then `initialize` too)"
     ),
     "401": "HTTP 401 to the call (a static Authorization header: nothing to refresh)",
     "401 at connect": "HTTP 401 to every request of the handshake",
@@ -110,6 +127,22 @@ FAULTS = {
     "oversized body": "a 20 MiB JSON body (Content-Length)",
     "slow-loris server": "HTTP 200, then one byte of SSE comment every 0.1 s, never an event",
     "connection refused": "nothing listens on the port",
+    "task never finishes": (
+        "the tool runs as a task that stays `working` (polled every 0.1 s) past the call's "
+        "deadline (1.5 s here: it covers the whole task); the server must then receive "
+        "`tasks/cancel` for that task"
+    ),
+    "server exits mid-task": (
+        "the tool's task is `working` and the client polls it; stdio: the process exits at the "
+        "first `tasks/get`; HTTP: the first `tasks/get` is never answered and the server stops, "
+        "connections cut"
+    ),
+    "caller cancelled mid-task": (
+        "the caller gives up (its asyncio task or trio scope is cancelled) while the task is "
+        "`working`: it returns at once, and the server must receive `tasks/cancel` for that "
+        "task. Not run on `mcp_sync`: a blocked thread cannot be cancelled (its deadline is the "
+        "row above)"
+    ),
 }
 
 
@@ -135,6 +168,23 @@ ROWS = [
     Row("stdio", "invalid UTF-8", "InvalidResponse"),
     Row("stdio", "missing executable", "ConnectFailed permanent", "-", "-"),
     Row("stdio", "init error", "ConnectFailed", "-", "-"),
+    Row("stdio", "task never finishes", "RequestTimeout"),
+    Row("stdio", "server exits mid-task", "ServerExited", "ServerExited"),
+    Row("stdio", "caller cancelled mid-task", "cancelled"),
+    # stdio, 2026-07-28 (the fault server with --modern)
+    Row("stdio-modern", "server exits mid-call", "ServerExited", "ServerExited"),
+    Row("stdio-modern", "server closes stdout", "ServerExited", "ServerExited"),
+    Row("stdio-modern", "server closes stdin", "ServerExited", "ServerExited"),
+    Row("stdio-modern", "server hangs", "RequestTimeout"),
+    Row("stdio-modern", "garbage", "result"),
+    Row("stdio-modern", "a 20 MiB line", "MessageTooLarge"),
+    Row("stdio-modern", "deep nesting", "InvalidResponse"),
+    Row("stdio-modern", "invalid UTF-8", "InvalidResponse"),
+    Row("stdio-modern", "missing executable", "ConnectFailed permanent", "-", "-"),
+    Row("stdio-modern", "init error", "ConnectFailed", "-", "-"),
+    Row("stdio-modern", "task never finishes", "RequestTimeout"),
+    Row("stdio-modern", "server exits mid-task", "ServerExited", "ServerExited"),
+    Row("stdio-modern", "caller cancelled mid-task", "cancelled"),
     # Streamable HTTP, legacy (serialized: the other call waits behind the faulted one)
     Row("legacy", "server exits mid-call", "InvalidResponse", "InvalidResponse", "-"),
     Row("legacy", "server hangs", "RequestTimeout"),
@@ -163,6 +213,9 @@ ROWS = [
     Row("legacy", "oversized body", "MessageTooLarge"),
     Row("legacy", "slow-loris server", "RequestTimeout"),
     Row("legacy", "connection refused", "ConnectFailed", "-", "-"),
+    Row("legacy", "task never finishes", "RequestTimeout"),
+    Row("legacy", "server exits mid-task", "InvalidResponse", "InvalidResponse", "-"),
+    Row("legacy", "caller cancelled mid-task", "cancelled"),
     # Streamable HTTP, 2026-07-28 (stateless: the other call runs beside the faulted one)
     Row("modern", "server exits mid-call", "InvalidResponse", "InvalidResponse", "-"),
     Row("modern", "server hangs", "RequestTimeout"),
@@ -190,6 +243,9 @@ ROWS = [
     Row("modern", "oversized body", "MessageTooLarge"),
     Row("modern", "slow-loris server", "RequestTimeout"),
     Row("modern", "connection refused", "ConnectFailed", "-", "-"),
+    Row("modern", "task never finishes", "RequestTimeout"),
+    Row("modern", "server exits mid-task", "InvalidResponse", "InvalidResponse", "-"),
+    Row("modern", "caller cancelled mid-task", "cancelled"),
     # HTTP+SSE (serialized; every answer comes on the one GET stream)
     Row(
         "sse",
@@ -255,6 +311,19 @@ OTHERS_FIRST = {"404, calls in flight"}
 # Spec fields a fault's row needs beyond the defaults.
 FAULT_FIELDS: dict[str, dict[str, Any]] = {"404, calls in flight": {"concurrency": "stateless"}}
 
+# Faults of a tool the server runs as a task: task_fault_row runs them (see the docstring).
+TASK_FAULTS = {"task never finishes", "server exits mid-task", "caller cancelled mid-task"}
+CANCELS_TASK = {"task never finishes", "caller cancelled mid-task"}
+CALLER_CANCELS = {"caller cancelled mid-task"}
+# A task call's deadline: it covers listing the tools, the call and the polls, so that a slow
+# start (a loaded machine) cannot turn it into a plain call's timeout before the task exists.
+TASK_TIMEOUT = 1.5
+POLL_MS = 100  # the task's pollInterval
+# stdio, the server exiting at the first poll (EXIT_POLL_MS after the task began): the call
+# beside the task must have been sent by then, and still be in flight.
+EXIT_POLL_MS = 300
+EXIT_OTHER_DELAY = 1.0
+
 CONNECT_FAULTS = {
     "missing executable",
     "init error",
@@ -266,10 +335,22 @@ CONNECT_FAULTS = {
 # --- outcomes ----------------------------------------------------------------------------------
 
 
+class Cancelled:
+    """The answer of a caller that was cancelled (and returned in time)."""
+
+    def __repr__(self) -> str:
+        return "<the caller was cancelled>"
+
+
+CANCELLED = Cancelled()
+
+
 def matches(choice: str, got: object) -> bool:
     name, _, detail = choice.partition(" ")
     if name == "result":
         return isinstance(got, core.CallToolResult) and not got.is_error
+    if name == "cancelled":
+        return got is CANCELLED
     if type(got) is not getattr(core, name):
         return False
     if detail == "permanent":
@@ -326,13 +407,13 @@ def http_fields(server: HttpFaultServer) -> dict[str, Any]:
     return {"url": f"{server.url}?token={SECRET}", "headers": {"Authorization": f"Bearer {SECRET}"}}
 
 
-def new_server(transport: str = "legacy") -> HttpFaultServer:
+def new_server(transport: str = "legacy", *, tasks: bool = False) -> HttpFaultServer:
     """A server on a path no other row used: the client caches the era it found per origin and
     path, and the OS hands out ports again, so a row must not inherit another row's verdict."""
     path = f"/mcp-{next(PATHS)}"
     if transport == "sse":
         return HttpSseFaultServer(path=path)
-    return HttpFaultServer(era=transport, path=path)
+    return HttpFaultServer(era=transport, path=path, tasks=tasks)
 
 
 # What the server does to the faulted call: stdio (tool, arguments); HTTP (kind, options).
@@ -383,8 +464,8 @@ async def call_fault_row(run: Run) -> None:
     """The faulted call, a second call while the fault is under way, then the next call."""
     row, transport = run.row, run.row.transport
     server: HttpFaultServer | None = None
-    if transport == "stdio":
-        fields = stdio_fields()
+    if transport.startswith("stdio"):
+        fields = stdio_fields(*(["--modern"] if transport == "stdio-modern" else []))
         tool, arguments = STDIO_CALL_FAULTS[row.fault]
     else:
         server = run.server(new_server(transport))
@@ -453,16 +534,139 @@ async def call_fault_row(run: Run) -> None:
         check("the other call", row.others, answers["others"])
         if row.fault == "redirect":
             assert run.servers[-1].requests == [], "a request followed the redirect"
-        if row.then != "-":
-            await answered("await_ready", READY_TIMEOUT, lambda: client.await_ready(READY_TIMEOUT))
-            then = await answered(
-                "the next call",
-                OTHER_TIMEOUT,
-                lambda: client.call_tool("echo", {"text": "then"}, timeout=OTHER_TIMEOUT),
-            )
-            run.answers.append(then)
-            check("the next call", row.then, then)
+        await next_call(run, client)
         run.statuses.append(client.status())
+
+
+async def next_call(run: Run, client: Facade) -> None:
+    """Unless the row says the server is gone: once the client is ready again, the next call."""
+    if run.row.then == "-":
+        return
+    await answered("await_ready", READY_TIMEOUT, lambda: client.await_ready(READY_TIMEOUT))
+    then = await answered(
+        "the next call",
+        OTHER_TIMEOUT,
+        lambda: client.call_tool("echo", {"text": "then"}, timeout=OTHER_TIMEOUT),
+    )
+    run.answers.append(then)
+    check("the next call", run.row.then, then)
+
+
+async def task_fault_row(run: Run) -> None:
+    """A call of a tool the server runs as a task, faulted once the client follows the task;
+    a second call beside it, then the next call (see the module docstring)."""
+    row, transport = run.row, run.row.transport
+    server: HttpFaultServer | None = None
+    if transport.startswith("stdio"):
+        fields = stdio_fields("--tasks", *(["--modern"] if transport == "stdio-modern" else []))
+    else:
+        server = run.server(new_server(transport, tasks=True))
+        fields = http_fields(server)
+    exits = row.fault == "server exits mid-task"
+    tool, arguments = "task_forever", {"pollMs": POLL_MS}
+    if exits and server is None:
+        tool, arguments = "task_exit", {"pollMs": EXIT_POLL_MS, "code": 3, "stderr": "dying\n"}
+    client = Facade(
+        run.driver, **fields, reconnect=0.05, init_timeout=READY_TIMEOUT, shutdown_grace=1.0
+    )
+    following = threading.Event()  # set by the call's progress: from any driver's thread
+    async with client:
+        run.statuses.append(client.status())
+        if exits and server is not None:
+            server.set_fault("stall_headers", method="tasks/get")  # the poll the stop cuts
+        answers: dict[str, object] = {}
+        caller = anyio.CancelScope()
+
+        async def faulted() -> None:
+            with caller:
+                answers["caller"] = await answered(
+                    "the faulted call",
+                    TASK_TIMEOUT,
+                    lambda: client.call_tool(
+                        tool, arguments, timeout=TASK_TIMEOUT, progress=lambda *_: following.set()
+                    ),
+                )
+                return
+            answers["caller"] = CANCELLED
+
+        async def other() -> None:
+            if server is None:
+                delay = EXIT_OTHER_DELAY if exits else SLOW
+                call = client.call_tool(
+                    "slow_progress", {"steps": 1, "delay": delay}, timeout=OTHER_TIMEOUT
+                )
+            else:
+                server.set_fault("delay", method="tools/call", seconds=SLOW)
+                call = client.call_tool("echo", {"text": "other"}, timeout=OTHER_TIMEOUT)
+            answers["others"] = await answered("the other call", OTHER_TIMEOUT, lambda: call)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(faulted)
+            await until(
+                lambda: following.is_set() or "caller" in answers, "the task", READY_TIMEOUT
+            )
+            tasks.start_soon(other)
+            if row.fault in CALLER_CANCELS:
+                caller.cancel()
+                await until(lambda: "caller" in answers, "the cancelled caller", MARGIN)
+            elif exits and server is not None:
+                # Stop the server with both calls admitted and the task's poll held; beside
+                # the task (stateless), the other call has reached the server first.
+                status = client.status
+                await until(lambda: status().in_flight + status().queued >= 2, "both admitted")
+                if status().concurrency == "stateless":
+                    await until(lambda: any(r.fault == "delay" for r in server.requests), "other")
+                await until(
+                    lambda: any(r.fault == "stall_headers" for r in server.requests), "poll"
+                )
+                await anyio.to_thread.run_sync(server.stop)
+        run.answers += [answers["caller"], answers["others"]]
+        check("the faulted call", row.caller, answers["caller"])
+        check("the other call", row.others, answers["others"])
+        if row.fault in CANCELS_TASK:
+            await cancelled_on_the_server(client, server, answers["caller"])
+        await next_call(run, client)
+        run.statuses.append(client.status())
+
+
+async def cancelled_on_the_server(
+    client: Facade, server: HttpFaultServer | None, caller: object
+) -> None:
+    """The server received `tasks/cancel` for the one task the call created (2026-07-28 HTTP:
+    naming it in Mcp-Name too), and no `notifications/cancelled` for the call that created it
+    (both versions forbid it for a task); a caller whose deadline passed was told so, naming
+    the task."""
+    if server is None:  # stdio: the server says what it saw
+        seen: dict[str, list[Any]] = {"created": [], "cancelled": []}
+        with anyio.move_on_after(READY_TIMEOUT):
+            while not seen["cancelled"]:
+                said = await client.call_tool("tasks_seen", timeout=OTHER_TIMEOUT)
+                seen = json.loads(said.text)
+                if not seen["cancelled"]:
+                    await anyio.sleep(0.02)  # asking the server again, under the deadline
+        created, cancelled = seen["created"], seen["cancelled"]
+        calls, notified = seen.get("created_by", []), seen.get("notified", [])
+        named = None
+    else:
+        wait = partial(server.wait_for_request, lambda r: r.rpc_method == "tasks/cancel")
+        request = await anyio.to_thread.run_sync(wait, READY_TIMEOUT)
+        created, cancelled = list(server.tasks), server.cancelled_tasks
+        named = request.header("mcp-name") if server.era == "modern" else None
+        calls = [r.json["id"] for r in server.requests if r.rpc_method == "tools/call"]
+        notified = [
+            r.json["params"].get("requestId")
+            for r in server.requests
+            if r.rpc_method == "notifications/cancelled"
+        ]
+    message = f"the server created {created} and was sent tasks/cancel for {cancelled}"
+    assert len(created) == 1 and cancelled == created, message
+    assert calls and not set(calls) & set(notified), f"notifications/cancelled for {notified}"
+    if server is not None:
+        assert server.tasks[created[0]]["status"] == "cancelled", server.tasks
+        assert server.era != "modern" or named == created[0], f"Mcp-Name: {named}"
+    if isinstance(caller, core.RequestTimeout):
+        assert f"task {created[0]!r}" in str(caller), caller
+        assert "it was cancelled on the server" in str(caller), caller
 
 
 async def connect_fault_row(run: Run) -> None:
@@ -470,12 +674,13 @@ async def connect_fault_row(run: Run) -> None:
     row, transport = run.row, run.row.transport
     server: HttpFaultServer | None = None
     fields: dict[str, Any]
-    if transport == "stdio":
+    if transport.startswith("stdio"):
+        era = ["--modern"] if transport == "stdio-modern" else []
         if row.fault == "missing executable":
-            fields = stdio_fields()
+            fields = stdio_fields(*era)
             fields["command"] = str(Path("/nonexistent") / "fault-matrix-server")
         else:
-            fields = stdio_fields("--init-error")
+            fields = stdio_fields("--init-error", *era)
     elif row.fault == "connection refused":
         gone = new_server().start()
         gone.stop()  # its port is free again: nothing listens there
@@ -576,7 +781,12 @@ def params() -> list[Any]:
     for row in ROWS:
         marks = [pytest.mark.xfail(strict=True, reason=row.xfail)] if row.xfail else []
         for driver in DRIVERS:
-            cases.append(pytest.param(row, driver, id=f"{row_id(row)}-{driver}", marks=marks))
+            skip = []
+            if row.fault in CALLER_CANCELS and driver == "sync":
+                skip = [pytest.mark.skip(reason="a blocked thread cannot be cancelled")]
+            cases.append(
+                pytest.param(row, driver, id=f"{row_id(row)}-{driver}", marks=marks + skip)
+            )
     return cases
 
 
@@ -590,7 +800,11 @@ def test_fault_matrix(row: Row, driver: str) -> None:
     root.addHandler(records)
     root.setLevel(logging.DEBUG)
     run = Run(row, driver)
-    scenario = connect_fault_row if row.fault in CONNECT_FAULTS else call_fault_row
+    scenario = call_fault_row
+    if row.fault in CONNECT_FAULTS:
+        scenario = connect_fault_row
+    elif row.fault in TASK_FAULTS:
+        scenario = task_fault_row
     try:
         anyio.run(scenario, run, backend="trio" if driver == "trio" else "asyncio")
     finally:
@@ -623,7 +837,9 @@ def test_rows_are_well_formed() -> None:
         for outcome in (row.caller, row.others, row.then):
             for choice in outcome.split("|"):
                 name = choice.strip().partition(" ")[0]
-                assert name in ("result", "-") or issubclass(getattr(core, name), core.McpError)
+                assert name in ("result", "-", "cancelled") or issubclass(
+                    getattr(core, name), core.McpError
+                )
 
 
 def test_outcomes_are_matched_exactly() -> None:
@@ -633,6 +849,7 @@ def test_outcomes_are_matched_exactly() -> None:
     check("x", "ConnectFailed", core.ConnectFailed("later"))
     check("x", "JsonRpcError -32603", core.JsonRpcError(-32603, "boom"))
     check("x", "InvalidResponse | ConnectFailed", core.ConnectFailed("later"))
+    check("x", "cancelled", CANCELLED)
     for outcome, got in [
         ("HttpError 503", core.HttpError(502)),
         ("ConnectFailed", core.ConnectFailed("gone", permanent=True)),
@@ -640,6 +857,8 @@ def test_outcomes_are_matched_exactly() -> None:
         ("JsonRpcError", core.UrlElicitationRequired("m", ())),  # the class itself, no subclass
         ("result", core.CallToolResult(is_error=True)),
         ("RequestTimeout", core.HttpError(504)),
+        ("cancelled", core.RequestTimeout("late")),
+        ("RequestTimeout", CANCELLED),
     ]:
         with pytest.raises(AssertionError):
             check("x", outcome, got)

@@ -1,4 +1,5 @@
-"""A legacy-era stdio MCP server we control, for fault injection. Standard library only.
+"""A stdio MCP server we control, for fault injection. Standard library only. Legacy-era
+(`initialize`, 2025-11-25) unless --modern.
 
 Run: python tests/servers/fault_server.py [flags]   (newline-delimited JSON-RPC on stdin/stdout)
 
@@ -7,12 +8,21 @@ Flags:
   --exit-on-start CODE   write "fatal: config missing" to stderr and exit with CODE at once
   --exit-varies          with --exit-on-start: the line names the process id, so no two
                          starts fail the same way (the client then waits through retries)
-  --init-error           answer `initialize` with JSON-RPC error -32603 "boom"
+  --init-error           answer `initialize` with JSON-RPC error -32603 "boom" (with --modern,
+                         `server/discover` too)
   --version V            answer `initialize` with protocolVersion V (default: the client's own)
   --no-discover-answer   never answer `server/discover` (default: -32601, like a legacy server)
   --repeat-cursor        `tools/list` returns nextCursor "p2" forever
   --ignore-stdin-eof     keep running after stdin closes (to test shutdown escalation)
   --ignore-sigterm       ignore SIGTERM (so only SIGKILL ends it)
+  --tasks                run the task tools below as tasks (2025-11-25 basic/utilities/tasks:
+                         `initialize` declares tasks {list, cancel, requests.tools.call}, and
+                         tools/list ends with them, `execution.taskSupport: "required"`)
+  --modern               speak 2026-07-28 too: `server/discover` gets a DiscoverResult
+                         (supportedVersions ["2026-07-28"]; with --tasks, capabilities.extensions
+                         declares "io.modelcontextprotocol/tasks"), results carry resultType
+                         "complete", and the task tools follow the Tasks extension (SEP-2663);
+                         `initialize` still works
 
 Methods: `initialize`, `ping` ({}), `tools/list` (two tools a page, cursors "p2", "p3", ...),
 `tools/call`; notifications are ignored except `notifications/cancelled`, whose requestId is
@@ -51,12 +61,36 @@ fault matrix (tests/drivers/test_fault_matrix.py):
 
 Each tools/call runs on its own thread, so `hang` or `slow_progress` never blocks `echo`
 (`close_stdin` excepted: it runs on the thread that reads stdin).
+
+Task tools (with --tasks; listed last, with `execution.taskSupport: "required"` but in
+2026-07-28, which has no such field):
+  task_forever {pollMs}    -> a task that stays `working` (statusMessage "at work") until
+                              tasks/cancel; pollInterval `pollMs` (default 100)
+  task_exit {pollMs, code, stderr}
+                           -> a task that stays `working`; the process writes `stderr` to stderr
+                              and exits with `code` (default 3) when the first tasks/get of it
+                              arrives (that poll is never answered)
+  tasks_seen               -> (unlisted, a plain call) JSON {"created": [task ids],
+                              "created_by": [the id of the tools/call that created each],
+                              "cancelled": [task ids named by tasks/cancel],
+                              "notified": [request ids named by notifications/cancelled]}
+A task tool called without asking for a task is refused: 2025-11-25 with -32601 (the server
+"MUST", basic/utilities/tasks §Tool-Level Negotiation), 2026-07-28 (no extension declared in
+the request's _meta clientCapabilities) with -32021, data.requiredCapabilities.extensions
+naming it.
+Task requests: tasks/get {taskId} (the task, flat; 2026-07-28 with resultType "complete"),
+tasks/cancel {taskId} (a working task becomes `cancelled`; the answer: the task, or 2026-07-28
+{"resultType": "complete"}; 2025-11-25: -32602 for a task already ended), tasks/result {taskId}
+(2025-11-25; never answered while the task works, else -32602: no task here ever completes),
+tasks/list (2025-11-25). An unknown taskId gets -32602.
+
 On stdin EOF the server exits with status 0 (unless --ignore-stdin-eof, or `close_stdin`
 closed it: then it runs until a signal ends it).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -78,6 +112,11 @@ TOOL_NAMES = [
     "stderr_spam",
 ]
 PAGE_SIZE = 2
+TASK_TOOL_NAMES = ["task_forever", "task_exit"]
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+META = "io.modelcontextprotocol/"
+MODERN_VERSION = "2026-07-28"
+TASK_TTL_MS = 60_000
 
 
 class Options:
@@ -92,6 +131,8 @@ class Options:
         exit_code = _value_after(argv, "--exit-on-start")
         self.exit_on_start = int(exit_code) if exit_code is not None else None
         self.exit_varies = "--exit-varies" in argv
+        self.tasks = "--tasks" in argv
+        self.modern = "--modern" in argv
 
 
 def _value_after(argv: list[str], flag: str) -> str | None:
@@ -112,6 +153,10 @@ class FaultServer:
         # Requests this server sent to the client: id -> (event set on answer, answer slot).
         self.waiting: dict[str, tuple[threading.Event, list[Any]]] = {}
         self.stdin_closed = False  # by the tool close_stdin: stop reading, live on
+        # --tasks: every task created, by id (its wire fields, and the tool's own settings).
+        self.tasks: dict[str, dict[str, Any]] = {}
+        self.task_ids = itertools.count(1)
+        self.cancelled_tasks: list[Any] = []  # the taskId of every tasks/cancel, in order
 
     # --- output ---
 
@@ -128,10 +173,15 @@ class FaultServer:
         self.write_raw(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
     def result(self, request_id: Any, result: dict[str, Any]) -> None:
+        if self.options.modern and "resultType" not in result:
+            result = {**result, "resultType": "complete"}
         self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
-    def error(self, request_id: Any, code: int, message: str) -> None:
-        self.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+    def error(self, request_id: Any, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self.send({"jsonrpc": "2.0", "id": request_id, "error": error})
 
     def text_result(self, request_id: Any, text: str) -> None:
         self.result(request_id, {"content": [{"type": "text", "text": text}]})
@@ -195,11 +245,15 @@ class FaultServer:
                 self.error(request_id, -32603, "boom")
                 return
             version = self.options.version or params.get("protocolVersion", "2025-11-25")
+            capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
+            if self.options.tasks:
+                tool_calls: dict[str, Any] = {"tools": {"call": {}}}
+                capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": tool_calls}
             self.result(
                 request_id,
                 {
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": True}},
+                    "capabilities": capabilities,
                     "serverInfo": {"name": "fault", "version": "1"},
                 },
             )
@@ -209,6 +263,22 @@ class FaultServer:
             self.list_tools(request_id, params.get("cursor"))
         elif method == "server/discover" and self.options.no_discover_answer:
             return  # like a legacy server that drops unknown requests before initialize
+        elif method == "server/discover" and self.options.modern and self.options.init_error:
+            self.error(request_id, -32603, "boom")
+        elif method == "server/discover" and self.options.modern:
+            declared: dict[str, Any] = {"tools": {"listChanged": True}}
+            if self.options.tasks:
+                declared["extensions"] = {TASKS_EXTENSION: {}}
+            self.result(
+                request_id,
+                {
+                    "supportedVersions": [MODERN_VERSION],
+                    "capabilities": declared,
+                    "_meta": {META + "serverInfo": {"name": "fault", "version": "1"}},
+                },
+            )
+        elif isinstance(method, str) and method.startswith("tasks/") and self.options.tasks:
+            self.task_request(request_id, method, params)
         else:
             self.error(request_id, -32601, f"Method not found: {method}")
 
@@ -220,20 +290,22 @@ class FaultServer:
         else:
             self.error(request_id, -32602, f"Invalid cursor: {cursor!r}")
             return
-        names = TOOL_NAMES[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
-        result: dict[str, Any] = {
-            "tools": [
-                {
-                    "name": name,
-                    "description": f"fault tool {name}",
-                    "inputSchema": {"type": "object"},
-                }
-                for name in names
-            ]
-        }
+        all_names = TOOL_NAMES + (TASK_TOOL_NAMES if self.options.tasks else [])
+        names = all_names[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+        tools: list[dict[str, Any]] = []
+        for name in names:
+            tool: dict[str, Any] = {
+                "name": name,
+                "description": f"fault tool {name}",
+                "inputSchema": {"type": "object"},
+            }
+            if name in TASK_TOOL_NAMES and not self.options.modern:
+                tool["execution"] = {"taskSupport": "required"}  # 2026-07-28 has no such field
+            tools.append(tool)
+        result: dict[str, Any] = {"tools": tools}
         if self.options.repeat_cursor:
             result["nextCursor"] = "p2"
-        elif page * PAGE_SIZE < len(TOOL_NAMES):
+        elif page * PAGE_SIZE < len(all_names):
             result["nextCursor"] = f"p{page + 1}"
         self.result(request_id, result)
 
@@ -290,8 +362,99 @@ class FaultServer:
             self.text_result(request_id, "ok")
         elif name in MATRIX_TOOLS:
             MATRIX_TOOLS[name](self, request_id, args)
+        elif name in TASK_TOOL_NAMES and self.options.tasks:
+            self.start_task(request_id, str(name), params)
+        elif name == "tasks_seen" and self.options.tasks:
+            with self.state_lock:
+                seen = {
+                    "created": list(self.tasks),
+                    "created_by": [task["request_id"] for task in self.tasks.values()],
+                    "cancelled": list(self.cancelled_tasks),
+                    "notified": list(self.cancelled_ids),
+                }
+            self.text_result(request_id, json.dumps(seen))
         else:
             self.error(request_id, -32602, f"Unknown tool: {name}")
+
+    # --- tasks (--tasks; see the module docstring) ---
+
+    def start_task(self, request_id: Any, name: str, params: dict[str, Any]) -> None:
+        """A task tool's call: a new `working` task, or the refusal of a call that asked for
+        none."""
+        args = params.get("arguments") or {}
+        if self.options.modern:
+            capabilities = (params.get("_meta") or {}).get(META + "clientCapabilities") or {}
+            if TASKS_EXTENSION not in (capabilities.get("extensions") or {}):
+                required: dict[str, Any] = {
+                    "requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}
+                }
+                text = f"Tool {name!r} requires the tasks extension ({TASKS_EXTENSION})"
+                self.error(request_id, -32021, text, required)
+                return
+        elif not isinstance(params.get("task"), dict):
+            self.error(request_id, -32601, f"Tool {name!r} requires a task")
+            return
+        now = _iso_now()
+        with self.state_lock:
+            task_id = f"task-{next(self.task_ids)}"
+            poll = int(args.get("pollMs", 100))
+            wire: dict[str, Any] = {
+                "taskId": task_id,
+                "status": "working",
+                "statusMessage": "at work",
+            }
+            wire |= {"createdAt": now, "lastUpdatedAt": now}
+            if self.options.modern:
+                wire |= {"ttlMs": TASK_TTL_MS, "pollIntervalMs": poll}
+            else:
+                wire |= {"ttl": TASK_TTL_MS, "pollInterval": poll}
+            self.tasks[task_id] = {"wire": wire, "tool": name, "args": args}
+            self.tasks[task_id]["request_id"] = request_id
+        if self.options.modern:
+            self.result(request_id, {"resultType": "task", **wire})
+        else:
+            self.result(request_id, {"task": wire})
+
+    def task_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
+        """tasks/get, tasks/cancel, tasks/result and tasks/list, on the thread that reads
+        stdin (so they are handled in the order they were sent)."""
+        if method == "tasks/list" and not self.options.modern:
+            with self.state_lock:
+                tasks = [dict(task["wire"]) for task in self.tasks.values()]
+            self.result(request_id, {"tasks": tasks})
+            return
+        task_id = params.get("taskId")
+        with self.state_lock:
+            if method == "tasks/cancel":
+                self.cancelled_tasks.append(task_id)
+            task = self.tasks.get(task_id) if isinstance(task_id, str) else None
+        known = method in ("tasks/get", "tasks/cancel")
+        if not known and not (method == "tasks/result" and not self.options.modern):
+            self.error(request_id, -32601, f"Method not found: {method}")
+        elif task is None:
+            self.error(request_id, -32602, f"Task {task_id!r} not found")
+        elif method == "tasks/get":
+            if task["tool"] == "task_exit":
+                args = task["args"]
+                sys.stderr.write(str(args.get("stderr", "")))
+                sys.stderr.flush()
+                os._exit(int(args.get("code", 3)))
+            self.result(request_id, dict(task["wire"]))
+        elif method == "tasks/cancel":
+            self.cancel_task(request_id, task)
+        elif task["wire"]["status"] != "working":  # tasks/result of a task that ended
+            self.error(request_id, -32602, f"Task {task_id!r} has no result")
+        # tasks/result of a working task: held until it ends, which is never
+
+    def cancel_task(self, request_id: Any, task: dict[str, Any]) -> None:
+        wire = task["wire"]
+        if wire["status"] != "working" and not self.options.modern:
+            self.error(request_id, -32602, f"Task {wire['taskId']!r} has already ended")
+            return
+        with self.state_lock:
+            if wire["status"] == "working":
+                wire["status"], wire["lastUpdatedAt"] = "cancelled", _iso_now()
+        self.result(request_id, {} if self.options.modern else dict(wire))
 
     def close_stdin(self, args: dict[str, Any]) -> None:
         """On the thread that reads stdin (no read of fd 0 is under way, so closing it really
@@ -323,6 +486,10 @@ class FaultServer:
                     }
                 )
         self.text_result(request_id, "done")
+
+
+def _iso_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 # --- unlisted tools for the fault matrix (see the module docstring) ---

@@ -10,7 +10,8 @@ In-process (tests):
         server.wait_for_request(lambda r: r.method == "DELETE")
 
 As a subprocess: python tests/servers/http_fault_server.py [--sse] [--era E] [--get-stream]
-[--retry-ms N] prints "listening http://127.0.0.1:PORT/mcp" and serves until SIGTERM or SIGINT.
+[--retry-ms N] [--tasks] prints "listening http://127.0.0.1:PORT/mcp" and serves until SIGTERM
+or SIGINT.
 It is then controlled over HTTP (these requests are not recorded):
     POST /_control/fault     {"kind": K, "method": M, "http_method": H, "times": N, "options": {}}
     POST /_control/reset     drop the faults and the recorded requests
@@ -43,6 +44,26 @@ SDK does (unknown version: 400 -32022 {supported, requested}; _meta version miss
 serverInfo _meta; an unknown method is 404 -32601. A modern-only server answers `initialize`
 and any request without a modern version header with 400 -32022, and GET/DELETE with 405. A
 legacy server answers a modern probe as legacy servers do: 400 -32000 (no session).
+
+tasks=True: the server runs the tool task_forever {pollMs} as a task that stays `working`
+(statusMessage "at work"; pollInterval `pollMs`, default 100) until tasks/cancel; every task is
+kept (`tasks`: id -> its wire fields) and the taskId of every tasks/cancel recorded
+(`cancelled_tasks`).
+  legacy (2025-11-25 basic/utilities/tasks): `initialize` declares tasks {list, cancel,
+    requests.tools.call}; tools/list adds task_forever with `execution.taskSupport:
+    "required"`; a tools/call of it with `params.task` is answered {"task": {taskId, status,
+    statusMessage, createdAt, lastUpdatedAt, ttl, pollInterval}}, one without -32601;
+    tasks/get answers the task flat, tasks/cancel cancels it and answers it (-32602 once it
+    has ended), tasks/list lists them, tasks/result of a working task is never answered
+    (-32602 once it has ended: no task here completes)
+  modern (the 2026-07-28 Tasks extension, SEP-2663): `server/discover` declares
+    capabilities.extensions["io.modelcontextprotocol/tasks"]; a tools/call of task_forever
+    whose _meta clientCapabilities declares the extension is answered {"resultType": "task",
+    taskId, status, statusMessage, createdAt, lastUpdatedAt, ttlMs, pollIntervalMs}, one
+    without gets HTTP 400 -32021 with data.requiredCapabilities.extensions naming it;
+    tasks/get answers the task (resultType "complete"), tasks/cancel {"resultType":
+    "complete"}; an Mcp-Name header on tasks/* must be the taskId (400 -32020 otherwise)
+An unknown taskId gets -32602 (modern: HTTP 400).
 
 Faults: set_fault(kind, method=None, http_method="POST", times=1, **options) arms a fault for the
 next `times` matching requests to the MCP path (None: every one). A request matches when its
@@ -149,12 +170,21 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE = "2025-11-25"
 MODERN_VERSIONS = ("2026-07-28",)
 PV_META = "io.modelcontextprotocol/protocolVersion"
+CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
+SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 SERVER_INFO = {"name": "fault-http", "version": "1"}
 ECHO_TOOL = {
     "name": "echo",
     "description": "Return the text unchanged.",
     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
 }
+TASK_TOOL = {
+    "name": "task_forever",
+    "description": "A task that works until it is cancelled.",
+    "inputSchema": {"type": "object", "properties": {"pollMs": {"type": "integer"}}},
+}
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+TASK_TTL_MS = 60_000
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
 MAX_REQUESTS_PER_CONNECTION = 100_000
 STALL_LIMIT = 600.0  # a stall ends at stop() or after this long, whichever comes first
@@ -342,6 +372,7 @@ class HttpFaultServer:
         retry_ms: int | None = None,
         delete_status: int = 200,
         path: str = "/mcp",
+        tasks: bool = False,
     ) -> None:
         if era not in ("legacy", "modern", "dual"):
             raise ValueError(f"era must be legacy, modern or dual, not {era!r}")
@@ -351,6 +382,7 @@ class HttpFaultServer:
         self.retry_ms = retry_ms
         self.delete_status = delete_status
         self.path = path
+        self.runs_tasks = tasks
         self.port = 0
         self._cond = threading.Condition()
         self._requests: list[RecordedRequest] = []
@@ -370,6 +402,9 @@ class HttpFaultServer:
         self._conns: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
         self._endless_sent: list[int] = []  # endless_*: the bytes each answer sent
+        self._tasks: dict[str, Message] = {}  # tasks=True: task id -> its wire fields
+        self._task_ids = itertools.count(1)
+        self._cancelled_tasks: list[Any] = []  # the taskId of every tasks/cancel, in order
 
     # --- lifecycle ---
 
@@ -520,6 +555,18 @@ class HttpFaultServer:
                 ended = len(self._endless_sent)
                 raise AssertionError(f"{ended} endless streams ended, not {count}")
             return list(self._endless_sent)
+
+    @property
+    def tasks(self) -> dict[str, Message]:
+        """tasks=True: every task created, by id, as the server would report it now."""
+        with self._cond:
+            return {task_id: dict(wire) for task_id, wire in self._tasks.items()}
+
+    @property
+    def cancelled_tasks(self) -> list[Any]:
+        """tasks=True: the taskId of every tasks/cancel received, in order."""
+        with self._cond:
+            return list(self._cancelled_tasks)
 
     @property
     def open_get_streams(self) -> int:
@@ -924,9 +971,13 @@ class HttpFaultServer:
             with self._cond:
                 self._live_sessions.add(session)
                 self._sessions.append(session)
+            capabilities: Message = {"tools": {}}
+            if self.runs_tasks:
+                tool_calls: dict[str, Any] = {"tools": {"call": {}}}
+                capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": tool_calls}
             result = {
                 "protocolVersion": chosen,
-                "capabilities": {"tools": {}},
+                "capabilities": capabilities,
                 "serverInfo": SERVER_INFO,
             }
             return _Answer(
@@ -948,6 +999,8 @@ class HttpFaultServer:
             return _Answer(400, _rpc_error(None, -32000, message_text))
         if method is None or request_id is None:
             return _Answer(202)  # a notification, or the client's answer to a server request
+        if self._is_task_request(method, params):
+            return self._task_answer(request, message, modern=False)
         result = self._result(method, params)
         if isinstance(result, int):
             return _Answer(200, _rpc_error(request_id, result, f"Method not found: {method}"))
@@ -977,6 +1030,8 @@ class HttpFaultServer:
             name = _decode_header_value(request.header("mcp-name"))
             if name != params.get("name"):
                 return reject(400, -32020, "Mcp-Name header does not match the body")
+        if self._is_task_request(method, params):
+            return self._task_answer(request, message, modern=True)
         result = self._result(method, params, modern=True)
         if isinstance(result, int):
             return reject(404, result, f"Method not found: {method}")
@@ -987,7 +1042,11 @@ class HttpFaultServer:
     def _result(self, method: str, params: Message, *, modern: bool = False) -> Message | int:
         """The result of a request both eras share, or a JSON-RPC error code."""
         if method == "tools/list":
-            return {"tools": [ECHO_TOOL]}
+            if not self.runs_tasks:
+                return {"tools": [ECHO_TOOL]}
+            if modern:  # 2026-07-28 has no execution.taskSupport
+                return {"tools": [ECHO_TOOL, TASK_TOOL]}
+            return {"tools": [ECHO_TOOL, {**TASK_TOOL, "execution": {"taskSupport": "required"}}]}
         if method == "tools/call":
             if params.get("name") != "echo":
                 return -32602
@@ -996,13 +1055,110 @@ class HttpFaultServer:
         if method == "ping" and not modern:
             return {}
         if method == "server/discover" and modern:
+            capabilities: Message = {"tools": {}}
+            if self.runs_tasks:
+                capabilities["extensions"] = {TASKS_EXTENSION: {}}
             return {
                 "supportedVersions": list(MODERN_VERSIONS),
-                "capabilities": {"tools": {}},
+                "capabilities": capabilities,
                 "ttlMs": 0,
                 "cacheScope": "private",
             }
         return -32601
+
+    # --- tasks (tasks=True; see the module docstring) ---
+
+    def _is_task_request(self, method: object, params: Message) -> bool:
+        if not self.runs_tasks or not isinstance(method, str):
+            return False
+        return method.startswith("tasks/") or (
+            method == "tools/call" and params.get("name") == TASK_TOOL["name"]
+        )
+
+    def _task_answer(self, request: RecordedRequest, message: Message, *, modern: bool) -> _Answer:
+        """The answer to a call of the task tool, or to a tasks/* request."""
+        request_id, method = message.get("id"), str(message.get("method"))
+        params = message.get("params") or {}
+
+        def error(code: int, text: str, data: Any = None) -> _Answer:
+            status = 400 if modern else 200
+            return _Answer(status, _rpc_error(request_id, code, text, data), modern=modern)
+
+        def result(value: Message) -> _Answer:
+            if modern:
+                value = {
+                    "resultType": "complete",
+                    **value,
+                    "_meta": {SERVER_INFO_META: SERVER_INFO},
+                }
+            return _Answer(
+                200, {"jsonrpc": "2.0", "id": request_id, "result": value}, modern=modern
+            )
+
+        if method == "tools/call":
+            return self._start_task(params, modern, error, result)
+        task_id = params.get("taskId")
+        if method == "tasks/list" and not modern:
+            with self._cond:
+                return result({"tasks": [dict(wire) for wire in self._tasks.values()]})
+        if method not in ("tasks/get", "tasks/cancel") and (modern or method != "tasks/result"):
+            unknown = _rpc_error(request_id, -32601, f"Method not found: {method}")
+            return _Answer(404 if modern else 200, unknown, modern=modern)
+        named = request.header("mcp-name")
+        if modern and named is not None and _decode_header_value(named) != task_id:
+            return error(-32020, "Mcp-Name header does not match the body's taskId")
+        with self._cond:
+            if method == "tasks/cancel":
+                self._cancelled_tasks.append(task_id)
+                self._cond.notify_all()
+            wire = self._tasks.get(task_id) if isinstance(task_id, str) else None
+            if wire is None:
+                return error(-32602, f"Task {task_id!r} not found")
+            working = wire["status"] == "working"
+            if method == "tasks/cancel" and working:
+                wire["status"], wire["lastUpdatedAt"] = "cancelled", _iso_now()
+            current = dict(wire)
+        if method == "tasks/get":
+            return result(current)
+        if method == "tasks/result" or (not working and not modern):
+            if working:  # held until the task ends, which is never
+                self._stall()
+                raise _Drop
+            return error(-32602, f"Task {task_id!r} has already ended")
+        return result({} if modern else current)  # tasks/cancel
+
+    def _start_task(
+        self,
+        params: Message,
+        modern: bool,
+        error: Callable[..., _Answer],
+        result: Callable[[Message], _Answer],
+    ) -> _Answer:
+        if modern:
+            meta = params.get("_meta") or {}
+            declared = meta.get(CAPABILITIES_META) or {}
+            if TASKS_EXTENSION not in (declared.get("extensions") or {}):
+                required: dict[str, Any] = {
+                    "requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}
+                }
+                text = f"Tool 'task_forever' requires the tasks extension ({TASKS_EXTENSION})"
+                return error(-32021, text, required)
+        elif not isinstance(params.get("task"), dict):
+            return error(-32601, "Tool 'task_forever' requires a task")
+        poll = int((params.get("arguments") or {}).get("pollMs", 100))
+        now = _iso_now()
+        with self._cond:
+            task_id = f"task-{next(self._task_ids)}"
+            wire: Message = {"taskId": task_id, "status": "working", "statusMessage": "at work"}
+            wire |= {"createdAt": now, "lastUpdatedAt": now}
+            if modern:
+                wire |= {"ttlMs": TASK_TTL_MS, "pollIntervalMs": poll}
+            else:
+                wire |= {"ttl": TASK_TTL_MS, "pollInterval": poll}
+            self._tasks[task_id] = wire
+            self._cond.notify_all()
+            created = dict(wire)
+        return result({**created, "resultType": "task"} if modern else {"task": created})
 
     # --- GET and DELETE ---
 
@@ -1269,6 +1425,10 @@ class HttpSseFaultServer(HttpFaultServer):
             outbox.put(b"event: message\ndata: " + payload + b"\n\n")
 
 
+def _iso_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def _session_param(target: str) -> str | None:
     """The `session` query parameter of a request target (HTTP+SSE), None without one."""
     query = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query)
@@ -1310,7 +1470,11 @@ def main() -> None:
     era = argv[argv.index("--era") + 1] if "--era" in argv else "legacy"
     retry = int(argv[argv.index("--retry-ms") + 1]) if "--retry-ms" in argv else None
     server = HttpFaultServer(
-        sse="--sse" in argv, era=era, get_stream="--get-stream" in argv, retry_ms=retry
+        sse="--sse" in argv,
+        era=era,
+        get_stream="--get-stream" in argv,
+        retry_ms=retry,
+        tasks="--tasks" in argv,
     )
     done = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

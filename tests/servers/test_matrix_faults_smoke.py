@@ -3,11 +3,12 @@ do what their docstrings say: raw pipes and raw httpcore requests, no client cod
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpcore
@@ -23,6 +24,7 @@ from tests.servers.test_http_peers_smoke import (
     RawMcp,
     SseListener,
     header,
+    messages_of,
     text_of,
 )
 from tests.servers.test_servers_smoke import RawPeer
@@ -89,7 +91,136 @@ def test_stdio_exit_later(peer: RawPeer) -> None:
 
 def test_stdio_unlisted_tools_stay_unlisted(peer: RawPeer) -> None:
     names = peer.list_tool_names()
-    assert not {"garbage", "deep_nesting", "invalid_utf8", "exit_later"} & set(names)
+    assert not {"garbage", "deep_nesting", "invalid_utf8", "exit_later", "tasks_seen"} & set(names)
+    assert not {"task_forever", "task_exit"} & set(names)  # without --tasks
+
+
+# --- stdio: fault_server.py --tasks (and --modern) ---
+
+TASKS = "io.modelcontextprotocol/tasks"
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+DECLARED_META = {
+    **MODERN_META,
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+}
+
+
+@contextlib.contextmanager
+def raw_peer(*flags: str) -> Iterator[RawPeer]:
+    raw = RawPeer(fault_server_argv(*flags))
+    try:
+        yield raw
+    finally:
+        if raw.proc.poll() is None:
+            raw.proc.kill()
+        raw.proc.wait(timeout=DEADLINE)
+        for pipe in (raw.proc.stdin, raw.proc.stdout, raw.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+@pytest.fixture
+def tasks_peer() -> Iterator[RawPeer]:
+    with raw_peer("--tasks") as peer:
+        yield peer
+
+
+@pytest.fixture
+def modern_tasks_peer() -> Iterator[RawPeer]:
+    with raw_peer("--tasks", "--modern") as peer:
+        yield peer
+
+
+def test_stdio_tasks_2025_11_25(tasks_peer: RawPeer) -> None:
+    peer = tasks_peer
+    capabilities = peer.initialize()["result"]["capabilities"]
+    assert capabilities["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert peer.list_tool_names()[-2:] == ["task_forever", "task_exit"]
+    last_page, _ = peer.request("tools/list", {"cursor": "p6"})
+    assert [t["execution"] for t in last_page["result"]["tools"]] == [
+        {"taskSupport": "required"}
+    ] * 2
+    refused, _ = peer.request("tools/call", {"name": "task_forever", "arguments": {}})
+    assert refused["error"]["code"] == -32601  # a required task not asked for
+    created = peer.call("task_forever", {"pollMs": 250}, task={})["task"]
+    created_by = peer.next_id
+    assert created["taskId"] == "task-1" and created["status"] == "working"
+    assert (created["pollInterval"], created["ttl"], created["statusMessage"]) == (
+        250,
+        60000,
+        "at work",
+    )
+    assert {"createdAt", "lastUpdatedAt"} <= set(created)
+    got, _ = peer.request("tasks/get", {"taskId": "task-1"})
+    assert got["result"] == created
+    listed, _ = peer.request("tasks/list", {})
+    assert listed["result"] == {"tasks": [created]}
+    cancelled, _ = peer.request("tasks/cancel", {"taskId": "task-1"})
+    assert cancelled["result"]["status"] == "cancelled"
+    for method in ("tasks/cancel", "tasks/result"):  # the task has ended
+        again, _ = peer.request(method, {"taskId": "task-1"})
+        assert again["error"]["code"] == -32602
+    unknown, _ = peer.request("tasks/get", {"taskId": "nope"})
+    assert unknown["error"]["code"] == -32602
+    peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+    seen = json.loads(text_of(peer.call("tasks_seen")))
+    assert seen == {
+        "created": ["task-1"],
+        "created_by": [created_by],
+        "cancelled": ["task-1", "task-1"],
+        "notified": [7],
+    }
+
+
+def test_stdio_task_exit_exits_at_the_first_poll(tasks_peer: RawPeer) -> None:
+    peer = tasks_peer
+    peer.initialize()
+    arguments = {"code": 4, "stderr": "bye\n"}
+    task = peer.call("task_exit", arguments, task={})["task"]
+    assert task["status"] == "working"
+    peer.send(
+        {"jsonrpc": "2.0", "id": 99, "method": "tasks/get", "params": {"taskId": task["taskId"]}}
+    )
+    assert peer.read_line() is None  # stdout closed: it exited without answering
+    assert peer.wait() == 4
+    assert b"bye" in peer.stderr
+
+
+def test_stdio_tasks_2026_07_28(modern_tasks_peer: RawPeer) -> None:
+    peer = modern_tasks_peer
+    discover, _ = peer.request("server/discover", {"_meta": MODERN_META})
+    assert discover["result"]["supportedVersions"] == ["2026-07-28"]
+    assert discover["result"]["capabilities"]["extensions"] == {TASKS: {}}
+    assert discover["result"]["resultType"] == "complete"
+    params = {"name": "task_forever", "arguments": {}, "_meta": MODERN_META}
+    refused, _ = peer.request("tools/call", params)
+    assert refused["error"]["code"] == -32021
+    assert refused["error"]["data"] == {"requiredCapabilities": {"extensions": {TASKS: {}}}}
+    created, _ = peer.request("tools/call", {**params, "_meta": DECLARED_META})
+    task = created["result"]
+    assert (task["resultType"], task["taskId"], task["status"]) == ("task", "task-1", "working")
+    assert (task["pollIntervalMs"], task["ttlMs"]) == (100, 60000)
+    got, _ = peer.request("tasks/get", {"taskId": "task-1", "_meta": DECLARED_META})
+    assert got["result"] == {**task, "resultType": "complete"}
+    ack, _ = peer.request("tasks/cancel", {"taskId": "task-1", "_meta": DECLARED_META})
+    assert ack["result"] == {"resultType": "complete"}
+    got, _ = peer.request("tasks/get", {"taskId": "task-1", "_meta": DECLARED_META})
+    assert got["result"]["status"] == "cancelled"
+    for method in ("tasks/list", "tasks/result"):  # not in the extension
+        missing, _ = peer.request(method, {"taskId": "task-1", "_meta": DECLARED_META})
+        assert missing["error"]["code"] == -32601
+    echoed = peer.call("echo", {"text": "hi"}, _meta=MODERN_META)
+    assert echoed == {"content": [{"type": "text", "text": "hi"}], "resultType": "complete"}
+
+
+def test_stdio_modern_init_error_refuses_both_handshakes() -> None:
+    with raw_peer("--modern", "--init-error") as peer:
+        for method in ("server/discover", "initialize"):
+            refused, _ = peer.request(method, {"_meta": MODERN_META})
+            assert refused["error"] == {"code": -32603, "message": "boom"}
 
 
 # --- Streamable HTTP: HttpFaultServer's matrix kinds ---
@@ -214,6 +345,92 @@ def test_http_slow_loris_body_is_endless_comments(
     assert listener.response_headers["content-type"] == "text/event-stream"
     with pytest.raises(queue.Empty):  # comments only: never an event
         listener.events.get(timeout=0.3)
+
+
+# --- Streamable HTTP: HttpFaultServer(tasks=True) ---
+
+
+def task_request(mcp: RawMcp, method: str, task_id: str, name: str | None = None) -> Any:
+    """A tasks/* request (2026-07-28: declaring the extension, and Mcp-Name `name`, by default
+    the task id); its JSON-RPC answer and HTTP status."""
+    params: dict[str, Any] = {"taskId": task_id}
+    if mcp.modern:
+        params["_meta"] = DECLARED_META
+    message = mcp.message(method, params)
+    extra = [("Mcp-Name", name or task_id)] if mcp.modern else []
+    response = mcp.send(message, extra)
+    (answer,) = messages_of(response)
+    return answer, response.status
+
+
+def test_http_tasks_2025_11_25(
+    http_fault_server_factory: Callable[..., HttpFaultServer], pool: httpcore.ConnectionPool
+) -> None:
+    server = http_fault_server_factory(tasks=True)
+    mcp = RawMcp(pool, server.url)
+    capabilities = mcp.initialize().content
+    assert b'"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}' in capabilities
+    tools = mcp.result("tools/list")["tools"]
+    assert [t["name"] for t in tools] == ["echo", "task_forever"]
+    assert tools[1]["execution"] == {"taskSupport": "required"}
+    refused, _ = mcp.request("tools/call", {"name": "task_forever", "arguments": {}})
+    assert refused["error"]["code"] == -32601
+    task = mcp.result("tools/call", {"name": "task_forever", "arguments": {}, "task": {}})["task"]
+    assert (task["taskId"], task["status"], task["pollInterval"]) == ("task-1", "working", 100)
+    assert server.tasks == {"task-1": task}
+    got, _ = task_request(mcp, "tasks/get", "task-1")
+    assert got["result"] == task
+    assert mcp.result("tasks/list") == {"tasks": [task]}
+    cancelled, _ = task_request(mcp, "tasks/cancel", "task-1")
+    assert cancelled["result"]["status"] == "cancelled"
+    for method in ("tasks/cancel", "tasks/result", "tasks/get"):
+        answer, status = task_request(mcp, method, "task-1" if method != "tasks/get" else "x")
+        assert (answer["error"]["code"], status) == (-32602, 200)
+    assert server.cancelled_tasks == ["task-1", "task-1"]
+    assert server.tasks["task-1"]["status"] == "cancelled"
+
+
+def test_http_tasks_2026_07_28(
+    http_fault_server_factory: Callable[..., HttpFaultServer], pool: httpcore.ConnectionPool
+) -> None:
+    server = http_fault_server_factory(era="modern", tasks=True)
+    mcp = RawMcp(pool, server.url)
+    mcp.use_modern()
+    discover = mcp.result("server/discover")
+    assert discover["capabilities"]["extensions"] == {TASKS: {}}
+    assert [t["name"] for t in mcp.result("tools/list")["tools"]] == ["echo", "task_forever"]
+    call = {"name": "task_forever", "arguments": {"pollMs": 50}}
+    refused, response = mcp.request("tools/call", call)
+    assert (response.status, refused["error"]["code"]) == (400, -32021)
+    assert refused["error"]["data"] == {"requiredCapabilities": {"extensions": {TASKS: {}}}}
+    task = mcp.result("tools/call", {**call, "_meta": DECLARED_META})
+    assert (task["resultType"], task["taskId"], task["pollIntervalMs"]) == ("task", "task-1", 50)
+    got, status = task_request(mcp, "tasks/get", "task-1")
+    assert status == 200 and got["result"]["status"] == "working"
+    assert got["result"]["resultType"] == "complete"
+    wrong, status = task_request(mcp, "tasks/get", "task-1", name="task-2")
+    assert (status, wrong["error"]["code"]) == (400, -32020)
+    ack, status = task_request(mcp, "tasks/cancel", "task-1")
+    assert status == 200 and ack["result"]["resultType"] == "complete"
+    assert "status" not in ack["result"]  # the extension acknowledges with nothing
+    got, _ = task_request(mcp, "tasks/get", "task-1")
+    assert got["result"]["status"] == "cancelled"
+    unknown, status = task_request(mcp, "tasks/get", "x")
+    assert (status, unknown["error"]["code"]) == (400, -32602)
+    missing, status = task_request(mcp, "tasks/list", "task-1")
+    assert (status, missing["error"]["code"]) == (404, -32601)
+    assert server.cancelled_tasks == ["task-1"]
+    cancel = next(r for r in server.requests if r.rpc_method == "tasks/cancel")
+    assert cancel.header("mcp-name") == "task-1"
+
+
+def test_http_without_tasks_runs_none(http_fault_server: HttpFaultServer, mcp: RawMcp) -> None:
+    assert [t["name"] for t in mcp.result("tools/list")["tools"]] == ["echo"]
+    refused, _ = mcp.request("tools/call", {"name": "task_forever", "arguments": {}, "task": {}})
+    assert refused["error"]["code"] == -32602
+    unknown, _ = mcp.request("tasks/get", {"taskId": "task-1"})
+    assert unknown["error"]["code"] == -32601
+    assert http_fault_server.tasks == {}
 
 
 # --- HTTP+SSE: HttpSseFaultServer ---
