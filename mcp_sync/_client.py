@@ -544,9 +544,10 @@ class Client:
 
     def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
         """The server's skills, every page of ``skills/list`` (``timeout`` per page), never
-        cached; ``ListTooLong`` past the spec's ``max_list_pages``. An entry the extension says to refuse (no manifest, more than 512 files or
-        16 MiB) is left out, with a warning on the ``mcp_client.<name>`` logger. A skill that
-        is not listed may still be there: ``get_skill`` asks for one by URI."""
+        cached; ``ListTooLong`` past the spec's ``max_list_pages``. An entry the extension
+        says to refuse (no manifest, more than 512 files or 16 MiB) is left out, with a
+        warning on the ``mcp_client.<name>`` logger. A skill that is not listed may still be
+        there: ``get_skill`` asks for one by URI."""
         listing = SkillsListing(self._spec.max_list_pages)
         while (params := listing.params()) is not None:
             listing.add(self._request("skills/list", params, timeout, raw=True))
