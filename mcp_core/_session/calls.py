@@ -70,7 +70,7 @@ from .results import (
     rpc_error,
 )
 from .server_requests import ServerRequests, handler_failed
-from .tasks import Tasks, missing_for_tasks, unasked_task
+from .tasks import Tasks, missing_for_tasks, required_by, unasked_task
 
 __all__ = ["Calls", "ListCache", "Requester"]
 
@@ -125,6 +125,7 @@ class Calls:
         self._out = out
         self.lists = {kind: ListCache() for kind in LISTS}
         self._tools_by_name: dict[str, Tool] = {}  # the last tool list, for output schemas
+        self._task_required: set[str] = set()  # its tools that run only as tasks (2025-11-25)
         self._designated: dict[str, Designated] = {}  # its x-mcp-header parameters (HTTP)
         self._schemas = OutputSchemas(session.log)
         self.log_level: str | None = None  # logging/setLevel, kept for every session
@@ -370,10 +371,10 @@ class Calls:
             meta=event.meta,
             # Every unused reservation handed to a call is settled exactly once by the client.
             reserved=facts is not None and facts.get("fresh") is True,
-            task=event.task,
-            detach=event.detach,
-            declares_tasks=bool(event.task or event.detach),
         )
+        if event.task is not None or event.detach:  # the common call passes no more keywords
+            work.task, work.detach = event.task, event.detach
+            work.declares_tasks = bool(event.task or event.detach)
         refusal: McpError | None = unsendable_request(
             "tools/call", "arguments", event.arguments, event.meta
         )
@@ -618,6 +619,7 @@ class Calls:
             cache.fresh_until = None if work.ttl is None else self._session.now + work.ttl
         if work.kind == "tools":
             self._tools_by_name = {tool.name: tool for tool in work.items}
+            self._task_required = {tool.name for tool in work.items if required_by(tool)}
             self._schemas.reset()
         self.finish(work, list(work.items))
 
@@ -677,20 +679,23 @@ class Calls:
             params["name"] = work.name
             if work.arguments is not None:
                 params["arguments"] = dict(work.arguments)
-            params.update(self.tasks.augment(connection, work, self._tools_by_name.get(work.name)))
+            required = work.name in self._task_required  # usually empty: one lookup per call
+            if work.declares_tasks or required:
+                params.update(self.tasks.augment(connection, work, required))
             if work.declares_tasks:
                 capabilities = self.tasks.capabilities
-        elif isinstance(work, RequestWork) and work.params:
-            params.update(work.params)
-            given = params.pop("_meta", None)
-            if isinstance(given, dict):  # the caller's own _meta keys, under the protocol's
-                meta = {**given, **meta}
+        elif isinstance(work, RequestWork):
+            if work.method.startswith("tasks/"):
+                capabilities = self.tasks.capabilities
+            if work.params:
+                params.update(work.params)
+                given = params.pop("_meta", None)
+                if isinstance(given, dict):  # the caller's own _meta keys, under the protocol's
+                    meta = {**given, **meta}
         if extra is not None:
             params.update(extra)  # the next page's cursor, or a retry's inputResponses
         assert connection.handshake is not None
         method = work.method
-        if method.startswith("tasks/"):
-            capabilities = self.tasks.capabilities
         if connection.handshake.era == "modern":
             meta.update(modern_meta(capabilities, self._spec.client_info))
             if self.log_level is not None:

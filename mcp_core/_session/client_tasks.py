@@ -134,7 +134,7 @@ class ClientTasks:
             raise ValueError("accept_tasks needs a sampling or an elicitation handler")
         self.wall_offset = 0.0  # Connect's: now + wall_offset is the time of day
         self._session = session
-        self._tasks: dict[str, _Task] = {}  # by id, oldest first
+        self.held: dict[str, _Task] = {}  # the tasks, by id, oldest first
         self._by_handle: dict[int, _Task] = {}  # the tasks whose handler has not answered
         self._count = 0
 
@@ -147,7 +147,7 @@ class ClientTasks:
         asked = request.params.get("task")
         if request.method not in self.kinds or not isinstance(asked, dict) or connection.modern:
             return "plain"
-        if len(self._tasks) >= MAX_CLIENT_TASKS and not self._make_room():
+        if len(self.held) >= MAX_CLIENT_TASKS and not self._make_room():
             self._session.send(
                 connection,
                 rpc.error_response(
@@ -162,7 +162,7 @@ class ClientTasks:
         now = self._session.now
         task = _Task(f"task-{self._count}", connection, handle, now, _ttl(asked.get("ttl")))
         task.updated = now
-        self._tasks[task.task_id] = self._by_handle[handle] = task
+        self.held[task.task_id] = self._by_handle[handle] = task
         # 2025-11-25 basic/utilities/tasks §Result Retrieval: a CreateTaskResult, "as soon as
         # possible after accepting the task".
         self._session.send(connection, rpc.result_response(request.id, {"task": self._view(task)}))
@@ -170,9 +170,9 @@ class ClientTasks:
 
     def _make_room(self) -> bool:
         """Delete the oldest task that ended; False when every task still runs."""
-        for task in self._tasks.values():
+        for task in self.held.values():
             if task.status in _TERMINAL:
-                del self._tasks[task.task_id]
+                del self.held[task.task_id]
                 return True
         return False
 
@@ -208,10 +208,10 @@ class ClientTasks:
         if request.method == "tasks/list":
             if params.get("cursor") is not None:  # none is given out: one page holds them all
                 return rpc.error_response(request.id, rpc.INVALID_PARAMS, "unknown cursor")
-            mine = [self._view(t) for t in self._tasks.values() if t.connection is connection]
+            mine = [self._view(t) for t in self.held.values() if t.connection is connection]
             return rpc.result_response(request.id, {"tasks": mine})
         task_id = params.get("taskId")
-        task = self._tasks.get(task_id) if isinstance(task_id, str) else None
+        task = self.held.get(task_id) if isinstance(task_id, str) else None
         if task is None or task.connection is not connection:
             # Unknown, expired, deleted, or another connection's: all the same to the asker.
             return rpc.error_response(
@@ -263,7 +263,7 @@ class ClientTasks:
     def cancelled(self, connection: Connection, request_id: object) -> None:
         """The server gave up a ``tasks/result`` it sent: it gets no answer (2025-11-25
         basic/utilities/cancellation: receivers "SHOULD ... Not send a response")."""
-        for task in self._tasks.values():
+        for task in self.held.values():
             if task.connection is connection and request_id in task.waiting:
                 task.waiting.remove(request_id)
 
@@ -271,13 +271,11 @@ class ClientTasks:
 
     def next_deadline(self) -> float | None:
         """When the next task expires (``ttl`` after its creation), or None."""
-        if not self._tasks:
-            return None
-        return min(task.created + task.ttl / 1000 for task in self._tasks.values())
+        return min((task.created + task.ttl / 1000 for task in self.held.values()), default=None)
 
     def expire(self, now: float) -> None:
         """Delete the tasks past their ``ttl``; held ``tasks/result`` requests get -32602."""
-        for task in [t for t in self._tasks.values() if t.created + t.ttl / 1000 <= now]:
+        for task in [t for t in self.held.values() if t.created + t.ttl / 1000 <= now]:
             self._delete(task)
             for request_id in task.waiting:
                 self._session.send(
@@ -289,11 +287,11 @@ class ClientTasks:
 
     def forget(self, connection: Connection) -> None:
         """The connection's server is gone (or is a new session): its tasks go with it."""
-        for task in [t for t in self._tasks.values() if t.connection is connection]:
+        for task in [t for t in self.held.values() if t.connection is connection]:
             self._delete(task)
 
     def _delete(self, task: _Task) -> None:
-        del self._tasks[task.task_id]
+        del self.held[task.task_id]
         self._by_handle.pop(task.handle, None)
 
     # --- helpers -------------------------------------------------------------------------

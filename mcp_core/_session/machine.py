@@ -63,7 +63,6 @@ from .._transport.connection import DISCOVER, INITIALIZE, Connection, SseTranspo
 from .._transport.eras import (
     Handshake,
     client_capabilities,
-    server_extensions,
 )
 from .._transport.jitter import Jitter, backoff_delay
 from .._vocabulary.actions import Action, Log, Reply
@@ -122,6 +121,7 @@ from .server_requests import (
     answer_response,
     answered_requests,
 )
+from .snapshot import snapshot
 from .subscriptions import LISTEN, Subscriptions
 from .transports import build_transport
 
@@ -304,12 +304,14 @@ class SessionMachine:
         """The earliest time at which ``TimerFired`` has something to do, or ``None``."""
         # Drivers ask after every event, so this builds nothing: one pass, no list.
         best = self._admission.earliest_deadline()
+        # Every event asks: the task stores are asked only when they hold something.
+        calls, asks = self._calls.tasks, self._asks.tasks
         for again in (
             min(self._waiters.values()) if self._waiters else None,
             self._close_deadline,
             self._subscriptions.next_deadline(),
-            self._calls.tasks.next_deadline(self._admission.works),
-            self._asks.tasks.next_deadline(),
+            calls.next_deadline(self._admission.works) if calls.followed else None,
+            asks.next_deadline() if asks.held else None,
         ):
             if again is not None and (best is None or again < best):
                 best = again
@@ -372,26 +374,13 @@ class SessionMachine:
         return len(self._admission.queue)
 
     def status(self, now: float) -> Status:
-        """A snapshot for callers; never changes state."""
-        ready = next((c.handshake for c in self._connections if c.phase is Phase.READY), None)
-        retries = [c.retry_at for c in self._connections if c.retry_at is not None]
-        return Status(
-            name=self.spec.name,
-            state=self.state,
-            era=ready.era if ready else None,
-            protocol_version=ready.protocol_version if ready else None,
-            transport="sse" if self._transport.sse else self.spec.transport,
-            concurrency=self.concurrency,
-            in_flight=self.in_flight,
-            queued=self.queued,
-            tools=len(self._calls.tools) if self._calls.tools is not None else None,
-            last_error=str(self._last_error) if self._last_error else None,
-            retry_in=max(0.0, min(retries) - now) if retries else None,
-            server_info=ready.server_info if ready else None,
-            capabilities=ready.capabilities if ready and ready.known else None,
-            extensions=server_extensions(ready) if ready and ready.known else None,
-            instructions=ready.instructions if ready else None,
-        )
+        """A snapshot for callers; never changes state (``snapshot.py``)."""
+        load = (self.in_flight, self.queued)
+        sse, tools = self._transport.sse, self._calls.tools
+        return snapshot(
+            self.spec, self.state, sse, self.concurrency, load, self._connections, tools,
+            self._last_error, now,
+        )  # fmt: skip
 
     def __repr__(self) -> str:
         return (

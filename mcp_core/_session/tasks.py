@@ -155,7 +155,7 @@ class Tasks:
         self._out = out
         self._finish = finish
         self._completed = completed
-        self._works: dict[int, CallWork] = {}  # followed calls, by ticket (some may be gone)
+        self.followed: dict[int, CallWork] = {}  # followed calls, by ticket (some may be gone)
         extensions = dict(capabilities.get("extensions") or {})
         # 2026-07-28 requests that declare the extension (SEP-2133: per request).
         self.capabilities = {**capabilities, "extensions": {**extensions, TASKS_EXTENSION: {}}}
@@ -172,10 +172,10 @@ class Tasks:
                 meta[LOG_LEVEL_META] = log_level
         return meta
 
-    def augment(self, connection: Connection, work: CallWork, tool: Any) -> dict[str, Any]:
+    def augment(self, connection: Connection, work: CallWork, required: bool) -> dict[str, Any]:
         """The ``task`` param of a 2025-11-25 call that asks for a task ({} otherwise): asked
-        for when the caller wants one, or (``task=None``) when the tool requires it and the
-        server runs tool calls as tasks."""
+        for when the caller wants one, or (``task=None``) when the tool is ``required`` (its
+        ``execution.taskSupport``) and the server runs tool calls as tasks."""
         if connection.modern or work.task is False:
             return {}
         assert connection.handshake is not None
@@ -183,7 +183,7 @@ class Tasks:
         work.declares_tasks = bool(
             work.task
             or work.detach
-            or (required_by(tool) and missing_for_tasks(connection.handshake, "tools/call") is None)
+            or (required and missing_for_tasks(connection.handshake, "tools/call") is None)
         )
         return {"task": {}} if work.declares_tasks else {}
 
@@ -226,13 +226,13 @@ class Tasks:
             return
         work.following = Following(status.task_id, self._interval(status), owned=True)
         work.headers = None  # the call's Mcp-Param-* headers are not the task requests'
-        self._works[work.ticket] = work
+        self.followed[work.ticket] = work
         self._update(connection, work, status)
 
     def follow(self, work: CallWork, task_id: str, owned: bool) -> None:
         """A caller attaches to a task by id: polled as soon as the call has its place."""
         work.following = Following(task_id, DEFAULT_POLL, owned=owned)
-        self._works[work.ticket] = work
+        self.followed[work.ticket] = work
 
     def is_task(self, connection: Connection, work: CallWork, result: Mapping[str, Any]) -> bool:
         """The answer to a ``tools/call`` is a task handle (2026-07-28: ``resultType:
@@ -372,9 +372,9 @@ class Tasks:
     def next_deadline(self, works: Mapping[int, Work]) -> float | None:
         """The earliest poll due among the followed calls still in ``works``."""
         best = None
-        for ticket, work in list(self._works.items()):
+        for ticket, work in list(self.followed.items()):
             if works.get(ticket) is not work:
-                del self._works[ticket]  # answered, withdrawn or lost
+                del self.followed[ticket]  # answered, withdrawn or lost
                 continue
             assert work.following is not None
             at = work.following.poll_at
@@ -387,7 +387,7 @@ class Tasks:
         self.next_deadline(works)  # forget the calls that are gone
         return [
             work
-            for _, work in sorted(self._works.items())
+            for _, work in sorted(self.followed.items())
             if work.following is not None
             and work.following.poll_at is not None
             and work.following.poll_at <= now
