@@ -15,6 +15,10 @@ Server argv helpers:
   py_auth_server_argv(*flags) the OAuth-protected official-SDK server
                               (tests/servers/py_auth_server.py: --port, --mode,
                               --access-token-lifetime); the fixture py_auth_server starts it
+  device_auth_server_argv(*flags)  the MCP server behind authlib's device authorization
+                              grant (tests/servers/device_auth_server.py: --interval,
+                              --expires-in, --auto-approve-after, ...); the fixture
+                              device_auth_server starts it
   fastmcp_tasks_argv(*flags)  the Tasks extension peer (tests/servers/fastmcp_tasks_server.py,
                               FastMCP with fastmcp-tasks) on stdio; flags --poll-interval-ms N,
                               --ttl-ms N; the fixture fastmcp_tasks_http starts it over HTTP
@@ -108,6 +112,12 @@ def py_auth_server_argv(*flags: str) -> list[str]:
     """argv of the MCP server behind the SDK's own OAuth authorization server, with the given
     flags (see tests/servers/py_auth_server.py for them and its /__control/ knobs)."""
     return [sys.executable, str(SERVERS_DIR / "py_auth_server.py"), *flags]
+
+
+def device_auth_server_argv(*flags: str) -> list[str]:
+    """argv of the MCP server behind authlib's device authorization grant (RFC 8628) server,
+    with the given flags (see tests/servers/device_auth_server.py for them and its /test/ knobs)."""
+    return [sys.executable, str(SERVERS_DIR / "device_auth_server.py"), *flags]
 
 
 def fastmcp_tasks_argv(*flags: str) -> list[str]:
@@ -305,6 +315,11 @@ def _py_auth_server_argv() -> Callable[..., list[str]]:
     return py_auth_server_argv
 
 
+@pytest.fixture(name="device_auth_server_argv")
+def _device_auth_server_argv() -> Callable[..., list[str]]:
+    return device_auth_server_argv
+
+
 @pytest.fixture(name="fastmcp_tasks_argv")
 def _fastmcp_tasks_argv() -> Callable[..., list[str]]:
     return fastmcp_tasks_argv
@@ -336,6 +351,8 @@ def _wait_until() -> Callable[..., object]:
 #                                     "sse" (.url ends /sse) -> HttpPeer
 #   py_auth_server(*flags)            tests/servers/py_auth_server.py: MCP at .url (/mcp)
 #                                     behind the SDK's OAuth server at the same origin -> HttpPeer
+#   device_auth_server(*flags)        tests/servers/device_auth_server.py: MCP at .url (/mcp)
+#                                     behind authlib's RFC 8628 device-grant server -> HttpPeer
 #   fastmcp_tasks_http(*flags)        tests/servers/fastmcp_tasks_server.py --http, the Tasks
 #                                     extension peer (flags as fastmcp_tasks_argv) -> HttpPeer
 # Every peer listens on 127.0.0.1 on a port the OS chose and is gone when the test ends.
@@ -404,6 +421,21 @@ def _py_auth_server() -> Iterator[Callable[..., HttpPeer]]:
 
     def start(*flags: str) -> HttpPeer:
         peer = HttpPeer(py_auth_server_argv(*flags), _auth_server_url, dict(os.environ))
+        peers.append(peer)
+        peer.wait_ready()  # the printed URL, with a deadline; PeerStartError with its output
+        return peer
+
+    yield start
+    for peer in peers:
+        peer.stop()
+
+
+@pytest.fixture(name="device_auth_server")
+def _device_auth_server() -> Iterator[Callable[..., HttpPeer]]:
+    peers: list[HttpPeer] = []
+
+    def start(*flags: str) -> HttpPeer:
+        peer = HttpPeer(device_auth_server_argv(*flags), _auth_server_url, dict(os.environ))
         peers.append(peer)
         peer.wait_ready()  # the printed URL, with a deadline; PeerStartError with its output
         return peer
