@@ -23,6 +23,9 @@ threads or tasks:
   of preference; an EC key: ES256 on P-256, ES384 on P-384, ES512 on P-521, RFC 7518 §3.4);
   with no list, RS256 or the curve's. The header's ``kid`` (RFC 7515 §4.1.4) is the spec's
   ``key_id``, else the key's RFC 7638 JWK thumbprint.
+- ``obtain_assertion``: ``ObtainAssertion``, the workload's platform-issued JWT for the
+  ``jwt_bearer`` grant (SEP-1933), read afresh from the spec's ``assertion_file`` each time
+  (platforms rotate it).
 
 Every event built here is secret-free in what the driver logs: an abandoned step's reason
 names an exception class, a file, the server's published algorithm list or a fixed sentence,
@@ -53,6 +56,7 @@ from mcp_core import (
     InMemoryTokenStore,
     McpError,
     OAuthSettings,
+    ObtainAssertion,
     SaveAuthorization,
     SignAssertion,
     Spec,
@@ -434,4 +438,40 @@ def sign_assertion(
         assertion = jwt.encode(claims, key, algorithm=chosen, headers={"kid": kid})
     except Exception as exc:
         return abandoned(f"the key in {key_file} could not sign ({type(exc).__name__})")
+    return AssertionSigned(now=clock(), assertion=assertion)
+
+
+# A platform's JWT is a few KiB at most; a larger file is not one.
+_MAX_ASSERTION_BYTES = 64 * 1024
+
+
+def obtain_assertion(
+    action: ObtainAssertion, spec: Spec, clock: Clock
+) -> AssertionSigned | AuthorizationAbandoned:
+    """``ObtainAssertion``: the JWT in the spec's ``assertion_file`` (a Kubernetes projected
+    service account token, a SPIFFE JWT-SVID, ...), read now, its surrounding whitespace
+    removed; passed on as it is (the authorization server checks it). A file that cannot be
+    read, is empty, too large or not text abandons the step with a reason that names the
+    file, never what it holds."""
+    del action  # for whom it is: the platform set that when it issued the file
+
+    def abandoned(reason: str) -> AuthorizationAbandoned:
+        return AuthorizationAbandoned(now=clock(), reason=reason)
+
+    path = spec.oauth.get("assertion_file")
+    if path is None:  # the machine asks only when the spec has one
+        return abandoned("no oauth assertion_file is configured")
+    try:
+        with open(path, "rb") as file:
+            data = file.read(_MAX_ASSERTION_BYTES + 1)
+    except OSError as exc:
+        return abandoned(f"the assertion file {path} cannot be read ({os_message(exc)})")
+    if len(data) > _MAX_ASSERTION_BYTES:
+        return abandoned(f"the assertion file {path} is over {_MAX_ASSERTION_BYTES} bytes")
+    try:
+        assertion = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return abandoned(f"the assertion file {path} does not hold a JWT (not ASCII text)")
+    if not assertion:
+        return abandoned(f"the assertion file {path} is empty")
     return AssertionSigned(now=clock(), assertion=assertion)

@@ -75,7 +75,7 @@ from anyio.abc import TaskGroup
 
 from _mcp_io.client import ProgressCallback, Reservations, report, settle
 from _mcp_io.fork import Origin as ProcessOrigin
-from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
+from _mcp_io.oauth import BrowserStep, TokenKeeper, obtain_assertion, sign_assertion
 from mcp_core import (
     HANDLED_REQUESTS,
     AbortHttp,
@@ -91,6 +91,7 @@ from mcp_core import (
     ListChanged,
     Log,
     NotReady,
+    ObtainAssertion,
     PrepareAuthorization,
     ProgressUpdate,
     Reply,
@@ -697,6 +698,10 @@ class Session:
                 assert self._tasks is not None
                 sign = functools.partial(sign_assertion, action, self._spec, _now)
                 self._tasks.start_soon(self._feed_result, sign, True)
+            case ObtainAssertion():
+                assert self._tasks is not None
+                obtain = functools.partial(obtain_assertion, action, self._spec, _now)
+                self._tasks.start_soon(self._feed_result, obtain, True)
             case SaveAuthorization():
                 # In order, here: a store keeps a record in memory or writes one small file.
                 self._tokens.take(action)()

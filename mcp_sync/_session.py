@@ -54,7 +54,7 @@ from typing import IO, TYPE_CHECKING, Any, ParamSpec
 
 from _mcp_io.client import ProgressCallback, Reservations, report, settle
 from _mcp_io.fork import Origin
-from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
+from _mcp_io.oauth import BrowserStep, TokenKeeper, obtain_assertion, sign_assertion
 from mcp_core import (
     HANDLED_REQUESTS,
     AbortHttp,
@@ -70,6 +70,7 @@ from mcp_core import (
     ListChanged,
     Log,
     NotReady,
+    ObtainAssertion,
     PrepareAuthorization,
     ProgressUpdate,
     Reply,
@@ -547,6 +548,9 @@ class Session:
             case SignAssertion():
                 sign = partial(sign_assertion, action, self._spec, time.monotonic)
                 later.append(partial(self._feed_result, sign))
+            case ObtainAssertion():
+                obtain = partial(obtain_assertion, action, self._spec, time.monotonic)
+                later.append(partial(self._feed_result, obtain))
             case SaveAuthorization():
                 later.append(self._tokens.take(action))
             case _:
