@@ -25,7 +25,9 @@ threads or tasks:
   ``key_id``, else the key's RFC 7638 JWK thumbprint.
 - ``obtain_assertion``: ``ObtainAssertion``, the workload's platform-issued JWT for the
   ``jwt_bearer`` grant (SEP-1933), read afresh from the spec's ``assertion_file`` each time
-  (platforms rotate it).
+  (platforms rotate it); ``assertion_answer``/``assertion_failed`` turn what the
+  ``assertion=`` callback gave (the driver calls it) into the machine's event;
+  ``check_assertion_source`` refuses a client with no source, or two, for the JWT.
 
 Every event built here is secret-free in what the driver logs: an abandoned step's reason
 names an exception class, a file, the server's published algorithm list or a fixed sentence,
@@ -54,6 +56,7 @@ from mcp_core import (
     AuthorizationPrepared,
     AuthorizationRedirected,
     InMemoryTokenStore,
+    InvalidSpec,
     McpError,
     OAuthSettings,
     ObtainAssertion,
@@ -475,3 +478,42 @@ def obtain_assertion(
     if not assertion:
         return abandoned(f"the assertion file {path} is empty")
     return AssertionSigned(now=clock(), assertion=assertion)
+
+
+def assertion_answer(answer: object, clock: Clock) -> AssertionSigned | AuthorizationAbandoned:
+    """What the ``assertion=`` callback returned, for the machine: a non-empty string is the
+    JWT (surrounding whitespace removed); anything else abandons the step, naming its type
+    only."""
+    if isinstance(answer, str) and answer.strip():
+        return AssertionSigned(now=clock(), assertion=answer.strip())
+    shown = "an empty string" if isinstance(answer, str) else type(answer).__name__
+    return AuthorizationAbandoned(
+        now=clock(), reason=f"the assertion= callback returned {shown}, not a JWT"
+    )
+
+
+def assertion_failed(exc: Exception, clock: Clock) -> AuthorizationAbandoned:
+    """The ``assertion=`` callback raised: the step is abandoned naming the exception's class
+    only (its message might quote the JWT)."""
+    reason = f"the assertion= callback raised {type(exc).__name__}"
+    return AuthorizationAbandoned(now=clock(), reason=reason)
+
+
+def check_assertion_source(spec: Spec, callback: object) -> None:
+    """``InvalidSpec`` unless the ``jwt_bearer`` grant has exactly one source for the JWT (the
+    spec's ``assertion_file`` or the ``assertion=`` callback) and the callback is given only
+    for that grant."""
+    jwt_bearer = spec.oauth_enabled and spec.oauth.get("grant") == "jwt_bearer"
+    has_file = spec.oauth.get("assertion_file") is not None
+    problem = None
+    if callback is not None and not jwt_bearer:
+        problem = "assertion= is given but the spec's oauth grant is not 'jwt_bearer'"
+    elif jwt_bearer and callback is None and not has_file:
+        problem = (
+            "its oauth grant is 'jwt_bearer' with neither an oauth assertion_file nor an "
+            "assertion= callback to supply the workload's JWT"
+        )
+    elif jwt_bearer and callback is not None and has_file:
+        problem = "both oauth assertion_file and assertion= would supply the JWT: keep one"
+    if problem is not None:
+        raise InvalidSpec(f"invalid spec for server {spec.name!r}: {problem}")

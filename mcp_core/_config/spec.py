@@ -698,12 +698,7 @@ def _check_jwt_bearer(value: Mapping[str, Any], grant: object) -> None:
         )
     if grant != "jwt_bearer":
         return
-    if not has_file:
-        raise _Problem(
-            "oauth['grant'] is 'jwt_bearer' but oauth['assertion_file'] is not set",
-            "give the file the platform keeps the workload's JWT in (a Kubernetes projected "
-            "service account token, a SPIFFE JWT-SVID, ...)",
-        )
+    # Without a file, the client's assertion= callback supplies the JWT (checked there).
     if value.get("client_secret") is not None or value.get("client_metadata_url") is not None:
         raise _Problem(
             "oauth['grant'] is 'jwt_bearer' with a client_secret or client_metadata_url",

@@ -121,3 +121,69 @@ async def test_a_server_without_the_grant_is_refused_before_the_file_is_read(
             async with Facade(driver, url=server.url, oauth=oauth(tmp_path / "absent")):
                 pass
         assert flows(server) == []
+
+
+def assertion_callback(driver: str, issued: list[str], audience: str) -> Any:
+    """An ``assertion=`` callback for ``driver``: async on mcp_asyncio, plain on mcp_sync; a
+    fresh JWT each call."""
+
+    def blocking() -> str:
+        issued.append(workload_jwt(audience, jti=f"n{len(issued)}"))
+        return issued[-1]
+
+    if driver == "sync":
+        return blocking
+
+    async def awaited() -> str:
+        return blocking()
+
+    return awaited
+
+
+async def test_the_assertion_callback_supplies_a_fresh_jwt_for_each_exchange(driver: str) -> None:
+    issued: list[str] = []
+    with OAuthServer(workload_key=PUBLIC_PEM) as server:
+        callback = assertion_callback(driver, issued, server.issuer)
+        spec = {"url": server.url, "oauth": {"grant": "jwt_bearer", "client_id": "agent"}}
+        async with Facade(driver, **spec, assertion=callback) as c:
+            assert (await c.call_tool("echo", {"text": "cb"})).text == "cb"
+            server.expire_access_tokens()
+            assert (await c.call_tool("echo", {"text": "again"})).text == "again"
+        assert flows(server) == ["token:jwt-bearer", "token:jwt-bearer"]
+        assert len(issued) == 2 and set(issued) <= server.secrets
+
+
+@pytest.mark.parametrize("outcome", ["raises", "not a string"])
+async def test_an_assertion_callback_that_fails_ends_the_flow_naming_its_class(
+    driver: str, outcome: str
+) -> None:
+    def failing() -> Any:
+        if outcome == "raises":
+            raise LookupError("secret-looking detail")
+        return 42
+
+    words = "raised LookupError" if outcome == "raises" else "returned int, not a JWT"
+    with OAuthServer(workload_key=PUBLIC_PEM) as server:
+        oauth = {"grant": "jwt_bearer"}
+        with pytest.raises(core.ConnectFailed, match=words) as info:
+            async with Facade(driver, url=server.url, oauth=oauth, assertion=failing):
+                pass
+        assert "secret-looking detail" not in str(info.value)
+        assert flows(server) == []
+
+
+@pytest.mark.parametrize(
+    ("oauth", "with_callback", "words"),
+    [
+        ({"grant": "jwt_bearer"}, False, "neither an oauth assertion_file nor an assertion="),
+        ({"grant": "jwt_bearer", "assertion_file": "/t"}, True, "both oauth assertion_file"),
+        ({"grant": "client_credentials", "client_id": "c"}, True, "grant is not 'jwt_bearer'"),
+        ({"enabled": False}, True, "grant is not 'jwt_bearer'"),
+    ],
+)
+async def test_a_jwt_bearer_client_needs_exactly_one_source_for_the_jwt(
+    driver: str, oauth: dict[str, Any], with_callback: bool, words: str
+) -> None:
+    callback = (lambda: "a.b.c") if with_callback else None
+    with pytest.raises(core.InvalidSpec, match=words):
+        Facade(driver, url="http://127.0.0.1:9/mcp", oauth=oauth, assertion=callback)
