@@ -27,7 +27,8 @@ adds:
   the redirect listener and supplies random bytes (``PrepareAuthorization`` ->
   ``AuthorizationPrepared``), opens the browser (``Authorize`` -> ``AuthorizationRedirected``
   or ``AuthorizationAbandoned``), signs client assertions (``SignAssertion`` ->
-  ``AssertionSigned``) and keeps tokens (``SaveAuthorization``).
+  ``AssertionSigned``), reads the workload's JWT (``ObtainAssertion`` -> ``AssertionSigned``)
+  and keeps tokens (``SaveAuthorization``).
 
 Its guarantees (deadlines, transient or final failures, where tokens go) are the package's
 (``_auth/__init__.py``). Its phases and what moves them are ``AUTH_TABLE`` in
