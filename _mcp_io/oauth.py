@@ -23,6 +23,11 @@ threads or tasks:
   of preference; an EC key: ES256 on P-256, ES384 on P-384, ES512 on P-521, RFC 7518 §3.4);
   with no list, RS256 or the curve's. The header's ``kid`` (RFC 7515 §4.1.4) is the spec's
   ``key_id``, else the key's RFC 7638 JWK thumbprint.
+- ``obtain_assertion``: ``ObtainAssertion``, the workload's platform-issued JWT for the
+  ``jwt_bearer`` grant (SEP-1933), read afresh from the spec's ``assertion_file`` each time
+  (platforms rotate it); ``assertion_answer``/``assertion_failed`` turn what the
+  ``assertion=`` callback gave (the driver calls it) into the machine's event;
+  ``check_assertion_source`` refuses a client with no source, or two, for the JWT.
 
 Every event built here is secret-free in what the driver logs: an abandoned step's reason
 names an exception class, a file, the server's published algorithm list or a fixed sentence,
@@ -51,8 +56,10 @@ from mcp_core import (
     AuthorizationPrepared,
     AuthorizationRedirected,
     InMemoryTokenStore,
+    InvalidSpec,
     McpError,
     OAuthSettings,
+    ObtainAssertion,
     SaveAuthorization,
     SignAssertion,
     Spec,
@@ -435,3 +442,78 @@ def sign_assertion(
     except Exception as exc:
         return abandoned(f"the key in {key_file} could not sign ({type(exc).__name__})")
     return AssertionSigned(now=clock(), assertion=assertion)
+
+
+# A platform's JWT is a few KiB at most; a larger file is not one.
+_MAX_ASSERTION_BYTES = 64 * 1024
+
+
+def obtain_assertion(
+    action: ObtainAssertion, spec: Spec, clock: Clock
+) -> AssertionSigned | AuthorizationAbandoned:
+    """``ObtainAssertion``: the JWT in the spec's ``assertion_file`` (a Kubernetes projected
+    service account token, a SPIFFE JWT-SVID, ...), read now, its surrounding whitespace
+    removed; passed on as it is (the authorization server checks it). A file that cannot be
+    read, is empty, too large or not text abandons the step with a reason that names the
+    file, never what it holds."""
+    del action  # for whom it is: the platform set that when it issued the file
+
+    def abandoned(reason: str) -> AuthorizationAbandoned:
+        return AuthorizationAbandoned(now=clock(), reason=reason)
+
+    path = spec.oauth.get("assertion_file")
+    if path is None:  # the machine asks only when the spec has one
+        return abandoned("no oauth assertion_file is configured")
+    try:
+        with open(path, "rb") as file:
+            data = file.read(_MAX_ASSERTION_BYTES + 1)
+    except OSError as exc:
+        return abandoned(f"the assertion file {path} cannot be read ({os_message(exc)})")
+    if len(data) > _MAX_ASSERTION_BYTES:
+        return abandoned(f"the assertion file {path} is over {_MAX_ASSERTION_BYTES} bytes")
+    try:
+        assertion = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return abandoned(f"the assertion file {path} does not hold a JWT (not ASCII text)")
+    if not assertion:
+        return abandoned(f"the assertion file {path} is empty")
+    return AssertionSigned(now=clock(), assertion=assertion)
+
+
+def assertion_answer(answer: object, clock: Clock) -> AssertionSigned | AuthorizationAbandoned:
+    """What the ``assertion=`` callback returned, for the machine: a non-empty string is the
+    JWT (surrounding whitespace removed); anything else abandons the step, naming its type
+    only."""
+    if isinstance(answer, str) and answer.strip():
+        return AssertionSigned(now=clock(), assertion=answer.strip())
+    shown = "an empty string" if isinstance(answer, str) else type(answer).__name__
+    return AuthorizationAbandoned(
+        now=clock(), reason=f"the assertion= callback returned {shown}, not a JWT"
+    )
+
+
+def assertion_failed(exc: Exception, clock: Clock) -> AuthorizationAbandoned:
+    """The ``assertion=`` callback raised: the step is abandoned naming the exception's class
+    only (its message might quote the JWT)."""
+    reason = f"the assertion= callback raised {type(exc).__name__}"
+    return AuthorizationAbandoned(now=clock(), reason=reason)
+
+
+def check_assertion_source(spec: Spec, callback: object) -> None:
+    """``InvalidSpec`` unless the ``jwt_bearer`` grant has exactly one source for the JWT (the
+    spec's ``assertion_file`` or the ``assertion=`` callback) and the callback is given only
+    for that grant."""
+    jwt_bearer = spec.oauth_enabled and spec.oauth.get("grant") == "jwt_bearer"
+    has_file = spec.oauth.get("assertion_file") is not None
+    problem = None
+    if callback is not None and not jwt_bearer:
+        problem = "assertion= is given but the spec's oauth grant is not 'jwt_bearer'"
+    elif jwt_bearer and callback is None and not has_file:
+        problem = (
+            "its oauth grant is 'jwt_bearer' with neither an oauth assertion_file nor an "
+            "assertion= callback to supply the workload's JWT"
+        )
+    elif jwt_bearer and callback is not None and has_file:
+        problem = "both oauth assertion_file and assertion= would supply the JWT: keep one"
+    if problem is not None:
+        raise InvalidSpec(f"invalid spec for server {spec.name!r}: {problem}")

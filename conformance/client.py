@@ -45,10 +45,12 @@ does what the scenario asks:
 
 For ``auth/*`` scenarios the spec gets an ``oauth`` mapping from the context: a pre-registered
 ``client_id``/``client_secret``; ``grant: client_credentials`` for ``auth/client-credentials-*``
-(with ``private_key_pem`` written to a private temporary ``key_file``); else a Client ID
-Metadata Document URL, as the official SDK's conformance client offers one. The browser step is
-``headless_authorize``: it GETs the authorization URL without following the redirect and hands
-the ``Location`` (code, state, iss) back to the client (``authorize=``), which checks it.
+(with ``private_key_pem`` written to a private temporary ``key_file``); ``grant: jwt_bearer``
+for ``auth/wif-*`` (the context's ``valid_jwt`` written to a private ``assertion_file``); else
+a Client ID Metadata Document URL, as the official SDK's conformance client offers one. The
+browser step is ``headless_authorize``: it GETs the authorization URL without following the
+redirect and hands the ``Location`` (code, state, iss) back to the client (``authorize=``),
+which checks it.
 
 Exits 0 when done; 1 when the connection or a call fails (the error is logged to stderr, which
 the harness keeps); 2 for a missing URL or unreadable context.
@@ -214,9 +216,9 @@ class SecretAudit(logging.Handler):
     """No secret in a log line, ``repr`` or ``Status`` during the suite's flows: every log
     record of our packages (DEBUG and up) is kept, and at the end searched, with the client's
     ``repr`` and ``status()``, for every secret the flow handled: tokens and the client secret
-    (from the token store), codes and states (from the redirects), the context's client secret
-    and private key. A hit prints ``LEAK_MARK`` on stderr, which ``run.py`` fails the scenario
-    for (even one whose client may exit with an error)."""
+    (from the token store), codes and states (from the redirects), the context's client secret,
+    private key and workload JWT. A hit prints ``LEAK_MARK`` on stderr, which ``run.py`` fails
+    the scenario for (even one whose client may exit with an error)."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -232,7 +234,7 @@ class SecretAudit(logging.Handler):
             for value in (record.access_token, record.refresh_token, record.client_secret):
                 if value:
                     self.secrets.add(value)
-        for name in ("client_secret", "private_key_pem"):
+        for name in ("client_secret", "private_key_pem", "valid_jwt"):
             if isinstance(context.get(name), str):
                 self.secrets.add(context[name])
 
@@ -252,6 +254,14 @@ def oauth_fields(scenario: str, context: Mapping[str, Any], key_dir: Path) -> di
     oauth: dict[str, Any] = {}
     if scenario.startswith("auth/client-credentials"):
         oauth["grant"] = "client_credentials"
+    jwt = context.get("valid_jwt")
+    if scenario.startswith("auth/wif") and isinstance(jwt, str):
+        # Workload identity (SEP-1933): the platform's JWT, kept in a file as a platform does.
+        assertion_file = key_dir / "workload-token"
+        assertion_file.touch(mode=0o600)
+        assertion_file.write_text(jwt)
+        oauth["grant"] = "jwt_bearer"
+        oauth["assertion_file"] = str(assertion_file)
     for name in ("client_id", "client_secret"):
         if isinstance(context.get(name), str):
             oauth[name] = context[name]
@@ -261,7 +271,7 @@ def oauth_fields(scenario: str, context: Mapping[str, Any], key_dir: Path) -> di
         key_file.touch(mode=0o600)
         key_file.write_text(pem)
         oauth["key_file"] = str(key_file)
-    if "client_id" not in oauth and oauth.get("grant") != "client_credentials":
+    if "client_id" not in oauth and "grant" not in oauth:
         oauth["client_metadata_url"] = CLIENT_METADATA_URL
     return oauth
 

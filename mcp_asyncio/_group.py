@@ -58,7 +58,14 @@ from mcp_core.group import (
     plan_group,
 )
 
-from ._client import AuthorizeCallback, Client, CompletionCallback, Handler, ListChangedCallback
+from ._client import (
+    AssertionCallback,
+    AuthorizeCallback,
+    Client,
+    CompletionCallback,
+    Handler,
+    ListChangedCallback,
+)
 from ._fanout import TableLock, all_at_once, stop_all
 
 if TYPE_CHECKING:
@@ -92,6 +99,7 @@ class ClientOptions(GroupSpecFields, total=False):
     roots: Handler | None
     on_list_changed: ListChangedCallback | None
     authorize: AuthorizeCallback | None
+    assertion: AssertionCallback | None
     token_store: TokenStore | None
     interactive: bool
     ssl_context: ssl.SSLContext | None

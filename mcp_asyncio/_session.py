@@ -75,7 +75,15 @@ from anyio.abc import TaskGroup
 
 from _mcp_io.client import ProgressCallback, Reservations, report, settle
 from _mcp_io.fork import Origin as ProcessOrigin
-from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
+from _mcp_io.oauth import (
+    BrowserStep,
+    TokenKeeper,
+    assertion_answer,
+    assertion_failed,
+    check_assertion_source,
+    obtain_assertion,
+    sign_assertion,
+)
 from mcp_core import (
     HANDLED_REQUESTS,
     AbortHttp,
@@ -91,6 +99,7 @@ from mcp_core import (
     ListChanged,
     Log,
     NotReady,
+    ObtainAssertion,
     PrepareAuthorization,
     ProgressUpdate,
     Reply,
@@ -120,6 +129,7 @@ if TYPE_CHECKING:
     from _mcp_io.http import Network
 
 __all__ = [
+    "AssertionCallback",
     "AuthorizeCallback",
     "CompletionCallback",
     "Handler",
@@ -272,6 +282,7 @@ class Session:
         accept_tasks: bool,
         elicitation_complete: CompletionCallback | None,
         authorize: AuthorizeCallback | None,
+        assertion: AssertionCallback | None,
         token_store: TokenStore | None,
         interactive: bool,
         on_list_changed: ListChangedCallback | None,
@@ -282,6 +293,8 @@ class Session:
         self._elicitation_complete = elicitation_complete
         self._on_list_changed = on_list_changed
         self._handlers = handlers
+        check_assertion_source(spec, assertion)  # InvalidSpec: no source for the JWT, or two
+        self._assertion = assertion
         self._tokens = TokenKeeper(token_store, _now, _log)
         self.machine = SessionMachine(
             spec,
@@ -697,6 +710,13 @@ class Session:
                 assert self._tasks is not None
                 sign = functools.partial(sign_assertion, action, self._spec, _now)
                 self._tasks.start_soon(self._feed_result, sign, True)
+            case ObtainAssertion():
+                assert self._tasks is not None
+                if self._assertion is not None:
+                    self._tasks.start_soon(self._assertion_step)
+                else:
+                    obtain = functools.partial(obtain_assertion, action, self._spec, _now)
+                    self._tasks.start_soon(self._feed_result, obtain, True)
             case SaveAuthorization():
                 # In order, here: a store keeps a record in memory or writes one small file.
                 self._tokens.take(action)()
@@ -726,6 +746,19 @@ class Session:
             else:
                 event = self._browser.answered(answer)
         self.feed(event)
+
+    async def _assertion_step(self) -> None:
+        """``ObtainAssertion`` with the ``assertion=`` callback (plain or async)."""
+        callback = self._assertion
+        assert callback is not None
+        try:
+            answer: object = callback()
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception as exc:
+            self.feed(assertion_failed(exc, _now))
+        else:
+            self.feed(assertion_answer(answer, _now))
 
     async def _completed(self, elicitation_id: str) -> None:
         """Tell the application a URL elicitation is complete; without a callback, log it."""
@@ -849,6 +882,14 @@ in a task of the client (a plain one runs on the event loop: it must not block);
 abandons the login (the error names its class only). The redirect URI it stands for is its
 ``redirect_uri`` attribute when it has one (a callable object running a listener of its own),
 else ``http://127.0.0.1:<oauth.redirect_port>/callback``."""
+
+AssertionCallback = Callable[[], str | Awaitable[str]]
+"""``assertion=``: the workload's identity JWT for ``oauth={"grant": "jwt_bearer"}`` (SEP-1933),
+in place of an ``assertion_file``: called for each token request (the platform rotates the
+JWT: fetch a current one, e.g. from a cloud metadata endpoint or a SPIFFE Workload API), it
+returns the JWT as a string. A plain function or a coroutine function, run in a task of the
+client (a plain one runs on the event loop: it must not block); an exception, or an answer
+that is not a non-empty string, ends the flow (the error names its class only)."""
 
 UpdateCallback = Callable[[str], object]
 """``subscribe(uri, on_update)``: called with the URI each time the server says that resource

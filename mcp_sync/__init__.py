@@ -10,6 +10,7 @@ from __future__ import annotations
 from _mcp_io.tokens import FileTokenStore, TokenStoreError
 
 from ._client import (
+    AssertionCallback,
     AuthorizeCallback,
     Client,
     CompletionCallback,
@@ -22,6 +23,7 @@ from ._client import (
 from ._group import ClientGroup, ClientOptions
 
 __all__ = [
+    "AssertionCallback",
     "AuthorizeCallback",
     "Client",
     "ClientGroup",

@@ -64,6 +64,7 @@ from mcp_core.skills import (
 )
 
 from ._session import (
+    AssertionCallback,
     AuthorizeCallback,
     CompletionCallback,
     Handler,
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     import ssl
 
 __all__ = [
+    "AssertionCallback",
     "AuthorizeCallback",
     "Client",
     "CompletionCallback",
@@ -127,6 +129,7 @@ class Client:
         roots: Handler | None = None,
         on_list_changed: ListChangedCallback | None = None,
         authorize: AuthorizeCallback | None = None,
+        assertion: AssertionCallback | None = None,
         token_store: TokenStore | None = None,
         interactive: bool = True,
         ssl_context: ssl.SSLContext | None = None,
@@ -164,7 +167,11 @@ class Client:
         file, raises here) and used without any flow while it lasts. The browser step opens the
         user's browser and receives the redirect on a one-shot listener on 127.0.0.1 (the spec's
         ``oauth.redirect_port``, else any port) for up to 5 minutes, in a worker thread that
-        ``stop()`` ends; ``authorize=`` replaces it (see ``AuthorizeCallback``).
+        ``stop()`` ends; ``authorize=`` replaces it (see ``AuthorizeCallback``). With
+        ``oauth={"grant": "jwt_bearer"}`` (workload identity, SEP-1933) the platform's JWT comes
+        from the spec's ``oauth.assertion_file`` or from ``assertion=`` (see
+        ``AssertionCallback``); neither or both raises ``InvalidSpec``, as ``assertion=`` for
+        another grant does.
         ``interactive=False``: no browser step at all, a flow that needs one fails with
         ``AuthorizationRequired``. Leave room for the user in ``init_timeout``: ``with
         Client(...)`` waits that long for readiness.
@@ -202,6 +209,7 @@ class Client:
             accept_tasks=accept_tasks,
             elicitation_complete=elicitation_complete,
             authorize=authorize,
+            assertion=assertion,
             token_store=token_store,
             interactive=interactive,
             on_list_changed=on_list_changed,

@@ -54,7 +54,15 @@ from typing import IO, TYPE_CHECKING, Any, ParamSpec
 
 from _mcp_io.client import ProgressCallback, Reservations, report, settle
 from _mcp_io.fork import Origin
-from _mcp_io.oauth import BrowserStep, TokenKeeper, sign_assertion
+from _mcp_io.oauth import (
+    BrowserStep,
+    TokenKeeper,
+    assertion_answer,
+    assertion_failed,
+    check_assertion_source,
+    obtain_assertion,
+    sign_assertion,
+)
 from mcp_core import (
     HANDLED_REQUESTS,
     AbortHttp,
@@ -70,6 +78,7 @@ from mcp_core import (
     ListChanged,
     Log,
     NotReady,
+    ObtainAssertion,
     PrepareAuthorization,
     ProgressUpdate,
     Reply,
@@ -98,6 +107,7 @@ if TYPE_CHECKING:
     from _mcp_io.http import Network
 
 __all__ = [
+    "AssertionCallback",
     "AuthorizeCallback",
     "CompletionCallback",
     "Handler",
@@ -207,6 +217,7 @@ class Session:
         accept_tasks: bool,
         elicitation_complete: CompletionCallback | None,
         authorize: AuthorizeCallback | None,
+        assertion: AssertionCallback | None,
         token_store: TokenStore | None,
         interactive: bool,
         on_list_changed: ListChangedCallback | None,
@@ -217,6 +228,8 @@ class Session:
         self._elicitation_complete = elicitation_complete
         self._on_list_changed = on_list_changed
         self._handlers = handlers
+        check_assertion_source(spec, assertion)  # InvalidSpec: no source for the JWT, or two
+        self._assertion = assertion
         self._tokens = TokenKeeper(token_store, time.monotonic, _log)
         self.machine = SessionMachine(
             spec,
@@ -547,6 +560,13 @@ class Session:
             case SignAssertion():
                 sign = partial(sign_assertion, action, self._spec, time.monotonic)
                 later.append(partial(self._feed_result, sign))
+            case ObtainAssertion():
+                obtain: Callable[[], Event] = (
+                    partial(_call_assertion, self._assertion)
+                    if self._assertion is not None
+                    else partial(obtain_assertion, action, self._spec, time.monotonic)
+                )
+                later.append(partial(self._feed_result, obtain))
             case SaveAuthorization():
                 later.append(self._tokens.take(action))
             case _:
@@ -696,6 +716,23 @@ redirected to, or that redirect's query parameters as a mapping (``code``, ``sta
 an exception abandons the login (the error names its class only). The redirect URI it stands
 for is its ``redirect_uri`` attribute when it has one (a callable object running a listener of
 its own), else ``http://127.0.0.1:<oauth.redirect_port>/callback``."""
+
+AssertionCallback = Callable[[], str]
+"""``assertion=``: the workload's identity JWT for ``oauth={"grant": "jwt_bearer"}`` (SEP-1933),
+in place of an ``assertion_file``: called for each token request (the platform rotates the
+JWT: fetch a current one, e.g. from a cloud metadata endpoint or a SPIFFE Workload API), it
+returns the JWT as a string. It runs in the calling thread, briefly blocking it; an exception,
+or an answer that is not a non-empty string, ends the flow (the error names its class only)."""
+
+
+def _call_assertion(callback: AssertionCallback) -> Event:
+    """``ObtainAssertion`` with the ``assertion=`` callback."""
+    try:
+        answer: object = callback()
+    except Exception as exc:
+        return assertion_failed(exc, time.monotonic)
+    return assertion_answer(answer, time.monotonic)
+
 
 UpdateCallback = Callable[[str], object]
 """``subscribe(uri, on_update)``: called with the URI each time the server says that resource

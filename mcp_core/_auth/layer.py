@@ -18,7 +18,8 @@ adds:
   well-known URLs) and the authorization server's (RFC 8414 / OIDC), get a client identity
   (pre-registered, Client ID Metadata Document, or RFC 7591 registration), then either the
   authorization code flow (PKCE S256, ``state``, RFC 8707 ``resource``, RFC 9207 ``iss``) with
-  the driver's browser step, or ``client_credentials``; step-up after 403 with the union of
+  the driver's browser step, or ``client_credentials``, or ``jwt_bearer`` (SEP-1933, the
+  platform's JWT the driver supplies: ``ObtainAssertion``); step-up after 403 with the union of
   scopes, at most ``MAX_AUTHORIZATIONS`` authorizations for any one request (past that, that
   request fails with ``AuthorizationFailed``; the token in hand serves the rest);
 - the driver's part is I/O only: it performs the metadata, registration and token requests
@@ -26,34 +27,12 @@ adds:
   the redirect listener and supplies random bytes (``PrepareAuthorization`` ->
   ``AuthorizationPrepared``), opens the browser (``Authorize`` -> ``AuthorizationRedirected``
   or ``AuthorizationAbandoned``), signs client assertions (``SignAssertion`` ->
-  ``AssertionSigned``) and keeps tokens (``SaveAuthorization``).
+  ``AssertionSigned``), reads the workload's JWT (``ObtainAssertion`` -> ``AssertionSigned``)
+  and keeps tokens (``SaveAuthorization``).
 
-The session's guarantees hold here too:
-
-- every request of this layer has a deadline: ``OAuthSettings.request_timeout``, never past
-  the connect deadline of a handshake waiting for it (that deadline keeps running through
-  discovery, registration and the token requests; it is suspended only while the user is at
-  the browser, and starts again when the browser step ends). An answer is read up to
-  ``AUTH_MAX_BYTES``. Past either, the request is aborted (``AbortHttp``);
-- failures are of two kinds. A definite answer refuses for good (``AuthorizationFailed``, or
-  ``AuthorizationRequired`` when only the user can help): a refused client or grant, a
-  metadata document for another resource or issuer, a refused step-up, a browser step that
-  ended without a usable redirect. The layer is then ``REFUSED``: every held and later
-  request fails with that error, a handshake fails its connection permanently. Anything else
-  may pass (``AuthorizationUnavailable``): no answer in time, a connection error, an answer
-  over the cap, HTTP 429 or 5xx, a redirect, an answer that cannot be read. Then every held
-  request is answered now (a handshake fails its connect attempt, which the session retries
-  with backoff, honouring a ``Retry-After``; caller work gets the error) and the layer goes
-  back to where it started: the next request that needs a token tries again. A metadata URL
-  that fails this way is skipped for the next one (RFC 9728: the challenge's URL falls back
-  to the well-known ones);
-- no bearer token goes over plain http to a server that is not on this machine (RFC 6750
-  §5.3) unless ``allow_insecure_http``; no metadata, issuer or endpoint of a remote server
-  leads to this machine (``metadata.may_fetch``);
-- ``Close`` aborts the layer's requests in flight.
-
-Its phases and what moves them are ``AUTH_TABLE`` in ``_vocabulary/phases.py``; the
-requests it holds are ``held.py``'s, its own requests ``fetch.py``'s.
+Its guarantees (deadlines, transient or final failures, where tokens go) are the package's
+(``_auth/__init__.py``). Its phases and what moves them are ``AUTH_TABLE`` in
+``_vocabulary/phases.py``; the requests it holds are ``held.py``'s, its own ``fetch.py``'s.
 """
 
 from __future__ import annotations
@@ -71,6 +50,7 @@ from .._vocabulary.actions import (
     AbortHttp,
     Action,
     Authorize,
+    ObtainAssertion,
     PrepareAuthorization,
     SaveAuthorization,
     SignAssertion,
@@ -151,6 +131,7 @@ class Authorization:
             and not settings.allow_insecure_http
         )
         self.phase = AuthPhase.UNAUTHORIZED
+        self._jwt = settings.grant == "jwt_bearer"
         self._held = HeldRequests(inner, session, spec.init_timeout)
         self._fetches: dict[int, Fetch] = {}
         self._candidates: list[str] = []  # metadata URLs still to try, in order
@@ -215,10 +196,10 @@ class Authorization:
             self._refuse_held()
         elif phase is not AuthPhase.AUTHORIZED:
             self._held.add(held)  # a token is on its way
-        elif self._refresh_token is not None and self._server is not None:
-            self._held.add(held)  # expired: refresh before sending
+        elif self._server is not None and (self._refresh_token is not None or self._jwt):
+            self._held.add(held)  # expired: refresh (or a fresh assertion) before sending
             if not self._waiting_out(held):
-                self._guard(self._refresh)
+                self._guard(self._refresh if self._refresh_token is not None else self._obtain)
         else:
             self._inner.send(connection, message, request_id)  # the server will say
 
@@ -318,7 +299,8 @@ class Authorization:
                 self._guard(self._redeem, event.params)
         elif isinstance(event, AuthorizationAbandoned):
             if self.phase is AuthPhase.SIGNING:
-                reason = f"the client assertion could not be signed: {event.reason}"
+                what = "obtained" if self._jwt else "signed"
+                reason = f"the client assertion could not be {what}: {event.reason}"
                 self._refuse(AuthorizationFailed(None, reason))
             elif self.phase in (AuthPhase.PREPARING, AuthPhase.AUTHORIZING):
                 reason = f"the authorization step did not finish: {event.reason}"
@@ -454,6 +436,9 @@ class Authorization:
         if server is None:
             self._discover()
             return
+        if self._jwt:
+            self._obtain()
+            return
         if self._client is None:
             self._client = oauth.configured_client(server, settings)
             if self._client is None and settings.grant == "client_credentials":
@@ -503,6 +488,17 @@ class Authorization:
             )
         else:
             self._request_token(None)
+
+    def _obtain(self) -> None:
+        """Workload identity (SEP-1933): a fresh platform JWT from the driver, for each token
+        request (the platform rotates it); no registration, no refresh."""
+        assert self._server is not None
+        oauth.require_jwt_bearer_grant(self._server)
+        self._held.count_authorization()
+        self._move(AuthStep.SIGN)
+        self._out.append(
+            ObtainAssertion(issuer=self._server.issuer, token_endpoint=self._server.token_endpoint)
+        )
 
     def _prepare(self) -> None:
         """The browser step is next: only where a person may be asked."""
@@ -563,15 +559,18 @@ class Authorization:
         self._start(request)
 
     def _request_token(self, assertion: str | None) -> None:
-        """``client_credentials`` (RFC 6749 §4.4; SEP-1046)."""
-        server = self._server
+        """``client_credentials`` (RFC 6749 §4.4; SEP-1046), or ``jwt_bearer`` with the
+        platform's JWT (RFC 7523 §2.1; SEP-1933)."""
+        server, scope = self._server, self._settings.scope or self._scope
         assert server is not None
-        request = oauth.client_credentials_token_request(
-            server.token_endpoint,
-            auth=self._client_auth(assertion),
-            resource=self._resource_value(),
-            scope=self._settings.scope or self._scope,
-        )
+        resource, cid = self._resource_value(), self._settings.client_id
+        if self._jwt:
+            request = oauth.jwt_bearer_token_request(server, assertion or "", resource, scope, cid)
+        else:
+            auth = self._client_auth(assertion)
+            request = oauth.client_credentials_token_request(
+                server.token_endpoint, auth=auth, resource=resource, scope=scope
+            )
         self._move(AuthStep.EXCHANGE)
         self._start(request)
 
@@ -722,18 +721,14 @@ class Authorization:
         except AuthorizationFailed as refusal:
             self._refuse(refusal)
 
-    def _fetch_failed(
-        self, fetch: Fetch, detail: str, retry_after: float | None = None
-    ) -> None:
+    def _fetch_failed(self, fetch: Fetch, detail: str, retry_after: float | None = None) -> None:
         """One of this layer's requests failed in a way that may pass: aborted if still
         followed; a metadata URL gives way to the next one, anything else falters."""
         followed = next((s for s, f in self._fetches.items() if f is fetch), None)
         if followed is not None:
             del self._fetches[followed]
             self._out.append(AbortHttp(stream=followed))
-        error = AuthorizationUnavailable(
-            origin_of(fetch.url), fetch.step, detail, retry_after
-        )
+        error = AuthorizationUnavailable(origin_of(fetch.url), fetch.step, detail, retry_after)
         # A metadata URL gives way to the next one, unless the server asked the client to
         # wait (429): the next URL is on the same server, or would be asked in its place.
         if fetch.phase in _DISCOVERING and fetch.status != 429:
@@ -768,6 +763,10 @@ class Authorization:
 
     def _save(self) -> None:
         client, issuer = self._client, self._issuer
+        if client is None and self._jwt:  # none registered: the grant names the record
+            client = oauth.RegisteredClient(
+                client_id=self._settings.client_id or oauth.JWT_BEARER_GRANT
+            )
         assert client is not None and issuer is not None
         self._out.append(
             SaveAuthorization(
@@ -795,4 +794,3 @@ Authorization._answered = {
     AuthPhase.EXCHANGING: Authorization._on_token,
     AuthPhase.REFRESHING: Authorization._on_token,
 }
-

@@ -80,6 +80,7 @@ from .metadata import (
 
 __all__ = [
     "AUTH_METHODS",
+    "JWT_BEARER_GRANT",
     "AuthChallenge",
     "AuthMethod",
     "AuthorizationServerMetadata",
@@ -106,6 +107,7 @@ __all__ = [
     "configured_client",
     "is_client_id_metadata_url",
     "is_loopback",
+    "jwt_bearer_token_request",
     "may_fetch",
     "metadata_request",
     "origin_of",
@@ -119,6 +121,7 @@ __all__ = [
     "refresh_token_request",
     "registration_auth_method",
     "registration_request",
+    "require_jwt_bearer_grant",
     "require_pkce_s256",
     "require_secure",
     "resource_covers",
@@ -129,6 +132,7 @@ __all__ = [
 ]
 
 _JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"  # RFC 7523 §2.1
 _FORM = (("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json"))
 # RFC 7636 §4.1: code-verifier = 43*128unreserved.
 _VERIFIER = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
@@ -443,6 +447,42 @@ def client_credentials_token_request(
     fields = [("grant_type", "client_credentials")]
     fields += [("scope", scope)] if scope is not None else []
     return _token_request(token_endpoint, auth, [*fields, ("resource", resource)])
+
+
+def require_jwt_bearer_grant(server: AuthorizationServerMetadata) -> None:
+    """``AuthorizationFailed`` (``unsupported_grant_type``) when the authorization server lists
+    the grants it supports (RFC 8414 §2 ``grant_types_supported``) without the jwt-bearer
+    grant: no request is worth making then (SEP-1933: the server advertises it)."""
+    grants = server.grant_types_supported
+    if grants is not None and JWT_BEARER_GRANT not in grants:
+        raise AuthorizationFailed(
+            "unsupported_grant_type",
+            f"the authorization server {redact_url(server.issuer)!r} does not list the "
+            "jwt-bearer grant (RFC 7523) in grant_types_supported",
+        )
+
+
+def jwt_bearer_token_request(
+    server: AuthorizationServerMetadata,
+    assertion: str,
+    resource: str,
+    scope: str | None = None,
+    client_id: str | None = None,
+) -> OAuthRequest:
+    """Workload identity (SEP-1933): the platform's JWT as an RFC 7523 §2.1 authorization
+    grant, ``grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`` and ``assertion``, with
+    ``scope`` when given, the RFC 8707 ``resource`` and ``client_id`` when configured; no
+    client authentication (the assertion is the credential, RFC 7523 §3.1). The assertion is
+    opaque here. ``AuthorizationFailed`` as ``require_jwt_bearer_grant`` says, or for an
+    endpoint ``require_secure`` refuses."""
+    require_jwt_bearer_grant(server)
+    require_secure(server.token_endpoint, "the token endpoint")
+    fields = [("grant_type", JWT_BEARER_GRANT), ("assertion", assertion)]
+    fields += [("scope", scope)] if scope is not None else []
+    fields += [("resource", resource)]
+    fields += [("client_id", client_id)] if client_id is not None else []
+    body = urlencode(fields, quote_via=quote).encode("ascii")
+    return OAuthRequest(method="POST", url=server.token_endpoint, headers=_FORM, body=body)
 
 
 def _token_request(endpoint: str, auth: ClientAuth, fields: list[tuple[str, str]]) -> OAuthRequest:

@@ -36,8 +36,10 @@ class OAuthSettings:
 
     ``client_id`` (and ``client_secret``) for a pre-registered client; ``client_metadata_url``
     for a Client ID Metadata Document; neither: RFC 7591 registration. ``grant`` is
-    ``authorization_code`` (a user in a browser) or ``client_credentials`` (a machine client,
-    with a secret or, when ``private_key`` is true, a key the driver signs assertions with).
+    ``authorization_code`` (a user in a browser), ``client_credentials`` (a machine client,
+    with a secret or, when ``private_key`` is true, a key the driver signs assertions with) or
+    ``jwt_bearer`` (workload identity, SEP-1933: the driver supplies the platform's JWT as an
+    RFC 7523 authorization grant; ``client_id`` is optional).
     ``scope`` replaces the scope selection when given. ``interactive`` false: the browser step
     is not allowed here, a flow that needs it fails with ``AuthorizationRequired``.
     ``request_timeout`` bounds each request of the authorization layer (metadata, registration,
@@ -48,7 +50,7 @@ class OAuthSettings:
     client_id: str | None = None
     client_secret: str | None = None
     client_metadata_url: str | None = None
-    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    grant: Literal["authorization_code", "client_credentials", "jwt_bearer"] = "authorization_code"
     private_key: bool = False
     scope: str | None = None
     client_name: str = "mcp-sansio-client"

@@ -35,10 +35,19 @@ OAUTH_KEYS = (
     "client_metadata_url",
     "key_file",
     "key_id",
+    "assertion_file",
     "timeout",
     "allow_insecure_http",
 )
-OAUTH_TEXT = ("client_id", "client_secret", "scope", "client_metadata_url", "key_file", "key_id")
+OAUTH_TEXT = (
+    "client_id",
+    "client_secret",
+    "scope",
+    "client_metadata_url",
+    "key_file",
+    "key_id",
+    "assertion_file",
+)
 
 TIMEOUT_FIELDS = (
     "call_timeout",

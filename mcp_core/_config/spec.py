@@ -51,7 +51,7 @@ __all__ = [
 
 Concurrency = Literal["stateless", "pooled", "serialized"]
 Era = Literal["auto", SessionEra]  # "auto": probe, then the era the server speaks
-OAuthGrant = Literal["authorization_code", "client_credentials"]
+OAuthGrant = Literal["authorization_code", "client_credentials", "jwt_bearer"]
 
 
 class GroupSpecFields(TypedDict, total=False):
@@ -96,6 +96,8 @@ class SpecFields(GroupSpecFields, total=False):
 
     name: str
     fail_fast: bool
+
+
 _GENERIC_HINT = "fix this field and build the spec again"
 
 
@@ -119,7 +121,9 @@ class Spec:
     (0, the default: any free port), ``client_metadata_url`` (a Client ID Metadata Document),
     ``key_file`` (a PEM private key that signs ``private_key_jwt`` assertions, for
     ``client_credentials``; ``key_id``, the ``kid`` its assertions name, defaults to the key's
-    RFC 7638 thumbprint), ``timeout`` (seconds each request of the authorization layer may
+    RFC 7638 thumbprint), ``assertion_file`` (for ``grant: jwt_bearer``, workload identity,
+    SEP-1933: the file the platform keeps its JWT for this workload in, read afresh for each
+    token request, RFC 7523 §2.1), ``timeout`` (seconds each request of the authorization layer may
     take, 10 by default, never past the connect attempt's ``init_timeout``),
     ``allow_insecure_http`` (send a bearer token to a plain ``http://`` server that is not on
     this machine: refused unless true, RFC 6750 §5.3) and ``enabled``: OAuth runs for every
@@ -673,6 +677,7 @@ def _check_oauth(value: object, http: bool, headers: Mapping[str, str]) -> Mappi
             "oauth['key_id'] is set without oauth['key_file']",
             "key_id names the key of key_file in the assertions it signs",
         )
+    _check_jwt_bearer(value, grant)
     metadata_url = value.get("client_metadata_url")
     if metadata_url is not None and not is_client_id_metadata_url(metadata_url):
         raise _Problem(
@@ -680,3 +685,23 @@ def _check_oauth(value: object, http: bool, headers: Mapping[str, str]) -> Mappi
             "it must be https with a path, no fragment and no user name or password",
         )
     return MappingProxyType(dict(value))
+
+
+def _check_jwt_bearer(value: Mapping[str, Any], grant: object) -> None:
+    """Workload identity (SEP-1933): the platform's JWT is the only credential."""
+    has_file = value.get("assertion_file") is not None
+    if has_file and grant != "jwt_bearer":
+        raise _Problem(
+            "oauth['assertion_file'] is set but the grant is not 'jwt_bearer'",
+            "the platform's JWT is presented with grant 'jwt_bearer' (RFC 7523): set "
+            "oauth['grant'] to 'jwt_bearer', or remove 'assertion_file'",
+        )
+    if grant != "jwt_bearer":
+        return
+    # Without a file, the client's assertion= callback supplies the JWT (checked there).
+    if value.get("client_secret") is not None or value.get("client_metadata_url") is not None:
+        raise _Problem(
+            "oauth['grant'] is 'jwt_bearer' with a client_secret or client_metadata_url",
+            "the platform's JWT is the workload's only credential: remove them (client_id "
+            "may stay)",
+        )

@@ -30,6 +30,7 @@ __all__ = [
     "HandleServerRequest",
     "ListChanged",
     "Log",
+    "ObtainAssertion",
     "PrepareAuthorization",
     "ProgressUpdate",
     "Reply",
@@ -262,6 +263,20 @@ class SignAssertion(Action):
     client_id: str
     audience: str
     algorithms: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ObtainAssertion(Action):
+    """Supply the workload's identity JWT, as the platform issued it (a Kubernetes service
+    account token, a SPIFFE JWT-SVID, a cloud workload token), for the ``jwt_bearer`` grant
+    (RFC 7523 §2.1; SEP-1933): read it afresh (the spec's ``oauth.assertion_file``, or the
+    ``assertion=`` callback), since platforms rotate it. Feed ``AssertionSigned`` with it, or
+    ``AuthorizationAbandoned`` when there is none. ``issuer`` and ``token_endpoint`` are the
+    authorization server it is for (a platform that mints tokens on demand takes its
+    audience from them); the machine treats the JWT as opaque."""
+
+    issuer: str
+    token_endpoint: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -473,9 +473,13 @@ class AuthorizationAbandoned(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AssertionSigned(Event):
-    """The answer to ``SignAssertion``: the signed JWT (RFC 7523). Recordings do not keep it."""
+    """The answer to ``SignAssertion`` or ``ObtainAssertion``: the signed JWT (RFC 7523).
+    Recordings do not keep it, and its ``repr`` does not show it."""
 
     assertion: str
+
+    def __repr__(self) -> str:
+        return f"AssertionSigned(now={self.now!r}, assertion='[redacted]')"
 
 
 # What a driver reports about what the machine asked of it: a process (stdio), an HTTP request,

@@ -271,7 +271,7 @@ class AuthPhase(enum.Enum):
     REGISTERING = "registering"  # RFC 7591
     PREPARING = "preparing the browser step"  # PrepareAuthorization sent
     AUTHORIZING = "authorizing"  # Authorize sent: the user is at the browser
-    SIGNING = "signing a client assertion"  # SignAssertion sent
+    SIGNING = "signing a client assertion"  # SignAssertion (or ObtainAssertion) sent
     EXCHANGING = "exchanging"  # a token request is in flight
     REFRESHING = "refreshing"  # a refresh token request is in flight
     REFUSED = "refused"  # no token can be had: every request fails with the reason

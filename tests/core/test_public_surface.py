@@ -58,6 +58,7 @@ ACTIONS = [
     "PrepareAuthorization",
     "SaveAuthorization",
     "SignAssertion",
+    "ObtainAssertion",
     "CloseStdin",
     "ElicitationComplete",
     "HandleServerRequest",

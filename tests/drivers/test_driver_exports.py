@@ -12,6 +12,7 @@ import pytest
 from mcp_core import Spec
 
 EXPORTS = [
+    "AssertionCallback",
     "AuthorizeCallback",
     "Client",
     "ClientGroup",

@@ -21,13 +21,17 @@ What it serves:
                                                redirect URI, PKCE S256 and the resource
   POST /token                                  authorization_code (PKCE checked), refresh_token
                                                (rotated), client_credentials (client_secret_basic,
-                                               client_secret_post or private_key_jwt)
+                                               client_secret_post or private_key_jwt), and with
+                                               workload_key the RFC 7523 jwt-bearer grant
+                                               (SEP-1933: the JWT's signature, aud = issuer or
+                                               token endpoint, exp checked; no client auth)
   the MCP path                                 401 with a WWW-Authenticate challenge
                                                (resource_metadata, scope) until a request carries
                                                a live access token; then HttpFaultServer's answers
 
 A pre-registered client is given as ``clients={"id": {"client_secret": ...}}`` or
-``{"public_key": <PEM>}`` for private_key_jwt.
+``{"public_key": <PEM>}`` for private_key_jwt; ``workload_key=<PEM>`` is the public key of the
+platform that issues workload JWTs (the jwt-bearer grant is listed only then).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from tests.servers.http_fault_server import HttpFaultServer, _Exchange
 
 SCOPE = "mcp"
 _JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 
 class OAuthServer(HttpFaultServer):
@@ -58,10 +63,12 @@ class OAuthServer(HttpFaultServer):
         *,
         token_lifetime: int = 3600,
         clients: dict[str, dict[str, Any]] | None = None,
+        workload_key: bytes | None = None,
         **options: Any,
     ) -> None:
         super().__init__(**options)
         self.token_lifetime = token_lifetime
+        self.workload_key = workload_key
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
         # "preset": the public client of the records tests put in a token store by hand.
@@ -146,13 +153,16 @@ class OAuthServer(HttpFaultServer):
             super()._handle(exchange, received)
 
     def _server_metadata(self) -> dict[str, Any]:
+        grants = ["authorization_code", "refresh_token", "client_credentials"]
+        if self.workload_key is not None:
+            grants.append(JWT_BEARER_GRANT)
         return {
             "issuer": self.issuer,
             "authorization_endpoint": f"{self.origin}/authorize",
             "token_endpoint": f"{self.origin}/token",
             "registration_endpoint": f"{self.origin}/register",
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+            "grant_types_supported": grants,
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": [
                 "none",
@@ -229,6 +239,9 @@ class OAuthServer(HttpFaultServer):
 
     def _token(self, exchange: _Exchange, headers: dict[str, str], form: dict[str, str]) -> None:
         grant = form.get("grant_type", "")
+        if grant == JWT_BEARER_GRANT:
+            self._workload_token(exchange, form)
+            return
         client_id = self._client_auth(headers, form)
         self._keep(*(form.get(name, "") for name in ("code_verifier", "client_assertion")))
         refusal = None
@@ -316,3 +329,35 @@ class OAuthServer(HttpFaultServer):
         except jwt.InvalidTokenError:
             return None
         return client_id if claims.get("iss") == client_id and claims.get("jti") else None
+
+    def _workload_token(self, exchange: _Exchange, form: dict[str, str]) -> None:
+        """The RFC 7523 §2.1 jwt-bearer grant: the assertion is the only credential."""
+        import jwt
+
+        assertion = form.get("assertion", "")
+        self._keep(assertion)
+        refusal = None
+        if self.workload_key is None:
+            refusal = "unsupported_grant_type"
+        elif form.get("resource") != self.url:
+            refusal = "invalid_target"
+        else:
+            try:
+                jwt.decode(
+                    assertion,
+                    self.workload_key,
+                    algorithms=["RS256", "ES256"],
+                    audience=[self.issuer, f"{self.origin}/token"],
+                    options={"require": ["exp", "sub"]},
+                )
+            except jwt.InvalidTokenError:
+                refusal = "invalid_grant"
+        if refusal is not None:
+            self._note("refused:jwt-bearer")
+            exchange.json(400, {"error": refusal, "error_description": "refused by the test"})
+            return
+        with self._lock:
+            access, _ = self._issue("workload")
+        self._note("token:jwt-bearer")
+        answer = {"access_token": access, "token_type": "Bearer", "expires_in": self.token_lifetime}
+        exchange.json(200, answer, [("cache-control", "no-store")])

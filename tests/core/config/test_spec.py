@@ -75,6 +75,9 @@ ACCEPTED: list[dict[str, Any]] = [
     {**HTTP, "oauth": {"redirect_port": 8765, "client_metadata_url": "https://app.example/c"}},
     {**HTTP, "oauth": {"enabled": False}, "headers": {"Authorization": "Bearer x"}},
     {**HTTP, "oauth": {"client_secret": None, "key_file": None, "redirect_port": 0}},
+    {**HTTP, "oauth": {"grant": "jwt_bearer", "assertion_file": "/var/run/secrets/token"}},
+    {**HTTP, "oauth": {"grant": "jwt_bearer", "assertion_file": "/t", "client_id": "w"}},
+    {**HTTP, "oauth": {"grant": "jwt_bearer"}},  # the client's assertion= callback gives it
 ]
 
 
@@ -162,7 +165,10 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     ({**HTTP, "oauth": {"scope": 5}}, "oauth['scope'] must be a non-empty string, got int"),
     ({**HTTP, "oauth": {"key_file": "a\0"}}, "oauth['key_file'] must be a non-empty string"),
     ({**HTTP, "oauth": {"grant": "password"}}, "oauth['grant'] must be one of"),
-    ({**HTTP, "oauth": {"grant": ["x"]}}, "authorization_code, client_credentials, got list"),
+    (
+        {**HTTP, "oauth": {"grant": ["x"]}},
+        "authorization_code, client_credentials, jwt_bearer, got list",
+    ),
     ({**HTTP, "oauth": {"redirect_port": 70000}}, "oauth['redirect_port'] must be an integer"),
     ({**HTTP, "oauth": {"redirect_port": True}}, "from 0 to 65535, got bool"),
     ({**HTTP, "oauth": {"client_secret": "x"}}, "is set without oauth['client_id']"),
@@ -170,6 +176,35 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     (
         {**HTTP, "oauth": {"client_metadata_url": "http://app.example/c"}},
         "not a Client ID Metadata Document URL",
+    ),
+    ({**HTTP, "oauth": {"assertion_file": "/t"}}, "the grant is not 'jwt_bearer'"),
+    ({**HTTP, "oauth": {"assertion_file": ""}}, "oauth['assertion_file'] must be a non-empty"),
+    (
+        {
+            **HTTP,
+            "oauth": {
+                "grant": "jwt_bearer",
+                "assertion_file": "/t",
+                "client_id": "w",
+                "client_secret": "x",
+            },
+        },
+        "'jwt_bearer' with a client_secret or client_metadata_url",
+    ),
+    (
+        {
+            **HTTP,
+            "oauth": {
+                "grant": "jwt_bearer",
+                "assertion_file": "/t",
+                "client_metadata_url": "https://app.example/c",
+            },
+        },
+        "'jwt_bearer' with a client_secret or client_metadata_url",
+    ),
+    (
+        {**HTTP, "oauth": {"grant": "jwt_bearer", "assertion_file": "/t", "key_file": "/k"}},
+        "the grant is not 'client_credentials'",
     ),
 ]
 
