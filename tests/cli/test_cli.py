@@ -155,6 +155,16 @@ def test_a_tool_error_exits_1_with_the_text_on_stderr() -> None:
 
 def test_progress_bar_on_a_terminal_leaves_the_result_intact() -> None:
     """stderr on a pseudo-terminal: the spinner and the progress bar run (and go away)."""
+    args = '{"duration": 0.4, "steps": 4}'
+    done, shown = on_a_terminal("call", "trigger-long-running-operation", args, "--", *everything())
+    assert done.returncode == 0, shown
+    assert done.stdout.decode().startswith("Long running operation completed")
+    assert b"100%" in shown  # the bar reached the end before it was cleared
+
+
+def on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """The command with stderr on a pseudo-terminal 200 columns wide (the animations run, and
+    nothing is cut): what it did and everything it drew there."""
     controller, terminal = pty.openpty()
     shown: list[bytes] = []
 
@@ -171,18 +181,19 @@ def test_progress_bar_on_a_terminal_leaves_the_result_intact() -> None:
     reader = threading.Thread(target=drain)
     reader.start()
     try:
-        args = '{"duration": 0.4, "steps": 4}'
-        command = [*COMMAND, "call", "trigger-long-running-operation", args, "--", *everything()]
         done = subprocess.run(
-            command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=terminal, timeout=50
+            [*COMMAND, *args],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            timeout=50,
+            env={**os.environ, "COLUMNS": "200"},
         )
     finally:
         os.close(terminal)
         reader.join(timeout=10)
         os.close(controller)
-    assert done.returncode == 0, b"".join(shown)
-    assert done.stdout.decode().startswith("Long running operation completed")
-    assert b"100%" in b"".join(shown)  # the bar reached the end before it was cleared
+    return done, b"".join(shown)
 
 
 # --- bad input: exit 2, before any server is started -----------------------------------------

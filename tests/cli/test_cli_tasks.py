@@ -14,10 +14,7 @@ command, so its tasks never outlive one.
 from __future__ import annotations
 
 import json
-import os
-import pty
 import subprocess
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -25,9 +22,9 @@ import pytest
 
 from mcp_sync import Client
 from mcp_sync._cli.tasks import print_tasks
-from tests.cli.test_cli import COMMAND, read_table, run
+from tests.cli.test_cli import on_a_terminal, read_table, run
 from tests.cli.test_cli_output import LIBRARY_WORDS
-from tests.conftest import REPO_ROOT, everything_argv, fastmcp_tasks_argv
+from tests.conftest import everything_argv, fastmcp_tasks_argv
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,40 +36,6 @@ def said(done: subprocess.CompletedProcess[str]) -> str:
     """What the command printed on stderr, checked for the library's words."""
     assert LIBRARY_WORDS.search(done.stderr) is None, done.stderr
     return done.stderr
-
-
-def on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
-    """The command with stderr on a pseudo-terminal 200 columns wide (the animations run, and
-    nothing is cut): what it did and everything it drew there."""
-    controller, terminal = pty.openpty()
-    shown: list[bytes] = []
-
-    def drain() -> None:  # a full pty buffer would block the command
-        while True:
-            try:
-                chunk = os.read(controller, 65536)
-            except OSError:  # EIO: the command closed the terminal
-                return
-            if not chunk:
-                return
-            shown.append(chunk)
-
-    reader = threading.Thread(target=drain)
-    reader.start()
-    try:
-        done = subprocess.run(
-            [*COMMAND, *args],
-            cwd=REPO_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=terminal,
-            timeout=50,
-            env={**os.environ, "COLUMNS": "200"},
-        )
-    finally:
-        os.close(terminal)
-        reader.join(timeout=10)
-        os.close(controller)
-    return done, b"".join(shown)
 
 
 # --- call: a task followed to its result ------------------------------------------------------
