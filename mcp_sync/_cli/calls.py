@@ -18,6 +18,7 @@ import click
 from mcp_core import (
     CallToolResult,
     GetPromptResult,
+    InvalidArguments,
     MissingClientCapability,
     ReadResourceResult,
     Spec,
@@ -100,31 +101,34 @@ def call(
         start_one(group, loaded, server, source, start_timeout, fancy=animated(as_json))
         with reported(name, server, source):
             client, tool = tool_route(group, server, name)
-            if client.status().era == "legacy":
-                _check_task_support(tool, name, task, detach)
-            if detach:
-                started = client.start_tool(tool.name, parsed, timeout=timeout)
-            else:
-                result = _call(
-                    client, tool.name, name, parsed, timeout, task, fancy=animated(as_json)
-                )
+            if client.status().era == "legacy" and task is False:
+                _check_task_support(tool, name)
+            try:
+                if detach:
+                    started = client.start_tool(tool.name, parsed, timeout=timeout)
+                else:
+                    result = _call(
+                        client, tool.name, name, parsed, timeout, task, fancy=animated(as_json)
+                    )
+            except InvalidArguments as exc:
+                if exc.path != "task":  # the client refused to ask a task of this tool
+                    raise
+                flag = "--detach" if detach else "--task"
+                message = f"{name} does not run as a task: leave out {flag}"
+                raise CliError(message, EXIT_BAD_INPUT) from None
         if detach:
             return _show_started(started, server, loaded.servers[server], source, as_json)
         return show_result(result, as_json)
 
 
-def _check_task_support(tool: Tool, name: str, task: bool | None, detach: bool) -> None:
-    """``CliError`` (exit 2) for --task or --detach on a tool a 2025-11-25 server does not run
-    as a task, or --no-task on one it runs only as a task (its ``execution.taskSupport``,
-    absent meaning "forbidden": 2025-11-25 server/tools §Tool Execution), before anything is
-    sent: the server would refuse the call."""
+def _check_task_support(tool: Tool, name: str) -> None:
+    """``CliError`` (exit 2) for --no-task on a tool a 2025-11-25 server runs only as a task
+    (its ``execution.taskSupport`` is "required": 2025-11-25 server/tools §Tool Execution),
+    before anything is sent: the server would refuse the call. The other way round, --task
+    or --detach on a tool that runs no task, the client itself refuses (``InvalidArguments``
+    on ``task``)."""
     execution = tool.raw.get("execution")
-    support = execution.get("taskSupport") if isinstance(execution, Mapping) else None
-    if (task or detach) and support not in ("optional", "required"):
-        flag = "--detach" if detach else "--task"
-        said = f"its taskSupport is {support!r}" if support else "it has no taskSupport"
-        raise CliError(f"{name} does not run as a task ({said}): leave out {flag}", EXIT_BAD_INPUT)
-    if task is False and support == "required":
+    if isinstance(execution, Mapping) and execution.get("taskSupport") == "required":
         raise CliError(f"{name} runs only as a task: leave out --no-task", EXIT_BAD_INPUT)
 
 
