@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from .._config.spec import Spec
 from .._transport.connection import Connection, Requests
-from .._transport.eras import LOG_LEVEL_META, modern_meta
+from .._transport.eras import modern_meta
 from .._transport.tool_headers import Designated, mirror, param_headers
 from .._transport.work import CallWork, InputRounds, ListWork, RequestWork, Work
 from .._vocabulary.actions import Action, ProgressUpdate, Reply
@@ -697,9 +697,7 @@ class Calls:
         assert connection.handshake is not None
         method = work.method
         if connection.handshake.era == "modern":
-            meta.update(modern_meta(capabilities, self._spec.client_info))
-            if self.log_level is not None:
-                meta[LOG_LEVEL_META] = self.log_level
+            meta.update(modern_meta(capabilities, self._spec.client_info, self.log_level))
             if method == "ping":
                 method = "server/discover"  # 2026-07-28 has no ping; discover is as cheap
         if isinstance(work, CallWork) and work.progress:

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._transport.connection import Connection
-from .._transport.eras import LOG_LEVEL_META, SUBSCRIPTION_META, modern_meta
+from .._transport.eras import SUBSCRIPTION_META, modern_meta
 from .._vocabulary.phases import Phase
 from .._wire import jsonrpc as rpc
 from .calls import Calls, Requester
@@ -113,10 +113,8 @@ class Subscriptions:
         )
 
     def _meta(self) -> dict[str, Any]:
-        meta = modern_meta(self._capabilities, self._calls.client_info)
-        if self._calls.log_level is not None:  # the stream's notifications/message too
-            meta[LOG_LEVEL_META] = self._calls.log_level
-        return meta
+        # The level covers the stream's notifications/message too.
+        return modern_meta(self._capabilities, self._calls.client_info, self._calls.log_level)
 
     def _stop(self, connection: Connection, request_id: int) -> None:
         # A slot's listen and its request go together while the connection is ready: an

@@ -34,7 +34,7 @@ from typing import Any
 
 from .._config.spec import Spec
 from .._transport.connection import Connection
-from .._transport.eras import LOG_LEVEL_META, Handshake, modern_meta, server_extensions
+from .._transport.eras import Handshake, modern_meta, server_extensions
 from .._transport.work import CallWork, Following, Work
 from .._vocabulary.actions import Action, ProgressUpdate
 from .._vocabulary.errors import (
@@ -167,9 +167,7 @@ class Tasks:
         declaration of the extension with the keys every request carries."""
         meta: dict[str, Any] = dict(work.meta) if work.meta else {}
         if connection.modern:
-            meta.update(modern_meta(self.capabilities, self._spec.client_info))
-            if log_level is not None:
-                meta[LOG_LEVEL_META] = log_level
+            meta.update(modern_meta(self.capabilities, self._spec.client_info, log_level))
         return meta
 
     def augment(self, connection: Connection, work: CallWork, required: bool) -> dict[str, Any]:

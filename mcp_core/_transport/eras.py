@@ -135,18 +135,24 @@ def initialize_params(
 
 
 def modern_meta(
-    capabilities: Mapping[str, Any], client_info: Mapping[str, str] | None = None
+    capabilities: Mapping[str, Any],
+    client_info: Mapping[str, str] | None = None,
+    log_level: str | None = None,
 ) -> dict[str, Any]:
     """The ``_meta`` keys 2026-07-28 requires on every request (clientInfo is a SHOULD;
-    ``client_info`` as for ``initialize_params``). Without the legacy ``tasks`` capability:
-    2026-07-28 has none (its tasks are the extension's, SEP-2663)."""
+    ``client_info`` as for ``initialize_params``), and the log level the caller set, if any
+    (2026-07-28 has no logging/setLevel: the level rides on every request). Without the legacy
+    ``tasks`` capability: 2026-07-28 has none (its tasks are the extension's, SEP-2663)."""
     declared = dict(capabilities)
     declared.pop("tasks", None)
-    return {
+    meta = {
         _META + "protocolVersion": MODERN_VERSION,
         _META + "clientCapabilities": declared,
         _META + "clientInfo": dict(client_info or CLIENT_INFO),
     }
+    if log_level is not None:
+        meta[LOG_LEVEL_META] = log_level
+    return meta
 
 
 def discover_params(
