@@ -32,35 +32,24 @@ adds:
 
 Its guarantees (deadlines, transient or final failures, where tokens go) are the package's
 (``_auth/__init__.py``). Its phases and what moves them are ``AUTH_TABLE`` in
-``_vocabulary/phases.py``; the requests it holds are ``held.py``'s, its own ``fetch.py``'s.
+``_vocabulary/phases.py``; the steps of a flow and the state they keep are ``flow.py``'s, the
+requests it holds ``held.py``'s, its own ``fetch.py``'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
-from .._config.oauth_settings import OAuthSettings, token_store_key
-from .._config.spec import Spec
-from .._transport.connection import Connection, Session
-from .._transport.http import HttpEvent, HttpTransport
+from .._config.oauth_settings import OAuthSettings
+from .._transport.connection import Connection
+from .._transport.http import HttpEvent
 from .._transport.http_parts import find_header, parse_retry_after
-from .._vocabulary.actions import (
-    AbortHttp,
-    Action,
-    Authorize,
-    ObtainAssertion,
-    PrepareAuthorization,
-    SaveAuthorization,
-    SignAssertion,
-    StartHttp,
-)
+from .._vocabulary.actions import AbortHttp
 from .._vocabulary.errors import (
     AuthorizationFailed,
     AuthorizationRequired,
     AuthorizationUnavailable,
-    McpError,
 )
 from .._vocabulary.events import (
     HTTP_EVENTS,
@@ -72,24 +61,16 @@ from .._vocabulary.events import (
     HttpResponseEnded,
     HttpResponseStarted,
 )
-from .._vocabulary.phases import AuthPhase, AuthStep, auth_step
-from .._vocabulary.tokens import StoredAuthorization
+from .._vocabulary.phases import AuthPhase, AuthStep
 from .._vocabulary.urls import origin_of, redact_url
 from . import oauth as oauth
 from .fetch import Fetch
-from .held import Held, HeldRequests
-from .metadata import UnreadableAnswer, may_fetch
+from .flow import ANSWERED, MAX_AUTHORIZATIONS, Flow
+from .held import Held
+from .metadata import UnreadableAnswer
 
 __all__ = ["MAX_AUTHORIZATIONS", "AuthEvent", "Authorization", "OAuthSettings"]
 
-# 2026-07-28 basic/authorization "Step-Up Authorization Flow": clients "SHOULD implement retry
-# limits". Counted per request, as the conformance suite's auth/scope-retry-limit counts them
-# for the one request it refuses forever: the authorizations the request waited for (the
-# first one included); a request refused for scope after that many fails, and no fourth
-# authorization is made for it.
-MAX_AUTHORIZATIONS = 3
-# A token this close to its expiry is refreshed before use rather than sent.
-_EXPIRY_MARGIN = 30.0
 _DISCOVERING = (AuthPhase.DISCOVERING_RESOURCE, AuthPhase.DISCOVERING_SERVER)
 
 AuthEvent = (
@@ -97,74 +78,14 @@ AuthEvent = (
 )
 
 
-class Authorization:
+class Authorization(Flow):
     """OAuth for one session, around its HTTP transport and with the same calls (an
-    ``SseTransport``); see the module docstring."""
+    ``SseTransport``); see the module docstring. Its state and the steps of a flow are
+    ``Flow``'s (``flow.py``)."""
 
     events = HTTP_EVENTS
 
-    def __init__(
-        self,
-        spec: Spec,
-        inner: HttpTransport,
-        session: Session,
-        out: list[Action],
-        settings: OAuthSettings,
-        stored: StoredAuthorization | None = None,
-    ) -> None:
-        """``stored``: what the token store kept for this server, its ``expires_at`` already
-        on the machine's clock (see ``SaveAuthorization``)."""
-        assert spec.url is not None
-        self._spec = spec
-        self._url = spec.url
-        self._inner = inner
-        self._session = session
-        self._out = out
-        self._settings = settings
-        self._resource = oauth.canonical_resource(spec.url)
-        parts = urlsplit(spec.url)
-        # RFC 6750 §5.3: "Clients MUST always use TLS ... when making requests with bearer
-        # tokens"; a server on this machine is the exception OAuth 2.1 §1.5 makes.
-        self._insecure = (
-            parts.scheme.lower() == "http"
-            and not oauth.is_loopback(parts.hostname or "")
-            and not settings.allow_insecure_http
-        )
-        self.phase = AuthPhase.UNAUTHORIZED
-        self._jwt = settings.grant == "jwt_bearer"
-        self._held = HeldRequests(inner, session, spec.init_timeout)
-        self._fetches: dict[int, Fetch] = {}
-        self._candidates: list[str] = []  # metadata URLs still to try, in order
-        self._transient: AuthorizationUnavailable | None = None  # of a metadata URL skipped
-        # Until when a Retry-After asked for quiet, and the failure that said so.
-        self._asked_to_wait: tuple[float, AuthorizationUnavailable] | None = None
-        self._challenge: oauth.AuthChallenge | None = None
-        self._resource_metadata: oauth.ProtectedResourceMetadata | None = None
-        self._server: oauth.AuthorizationServerMetadata | None = None
-        self._client: oauth.RegisteredClient | None = None  # the identity in use, if known
-        self._prepared: AuthorizationPrepared | None = None  # while registering for it
-        self._pending: oauth.PendingAuthorization | None = None
-        self._scope: str | None = None  # asked for last (step-up asks for the union)
-        self._failure: McpError | None = None
-        self._issuer: str | None = None
-        # The token; expires_at on the machine's clock.
-        self._access_token: str | None = None
-        self._refresh_token: str | None = None
-        self._expires_at: float | None = None
-        self._granted_scope: str | None = None
-        if stored is not None:
-            self._issuer = stored.issuer
-            self._client = oauth.RegisteredClient(
-                client_id=stored.client_id, client_secret=stored.client_secret
-            )
-            self._refresh_token = stored.refresh_token
-            self._expires_at = stored.expires_at
-            self._granted_scope = stored.scope
-            if stored.access_token is not None and not self._insecure:
-                self._token(stored.access_token)
-                self._move(AuthStep.TOKEN)
-
-    # --- the transport's calls: most go straight through --------------------------------------
+    # --- the transport's calls: most go straight through -------------------------------------
 
     @property
     def sse(self) -> bool:
@@ -254,7 +175,7 @@ class Authorization:
     def resume_due(self, connection: Connection, now: float) -> None:
         self._inner.resume_due(connection, now)
 
-    # --- events --------------------------------------------------------------------------------
+    # --- events ------------------------------------------------------------------------------
 
     def handle(self, event: HttpEvent) -> None:
         """An HTTP event: this layer's own request, a refusal for want of a token, or the
@@ -307,8 +228,6 @@ class Authorization:
                 self._refuse(AuthorizationRequired(self._spec.name, reason))
         elif self.phase is AuthPhase.SIGNING:
             self._guard(self._request_token, event.assertion)
-
-    # --- the flow ----------------------------------------------------------------------------
 
     def _on_challenge(self, held: Held, status: int) -> None:
         """The server refused ``held`` for want of a (better) token: hold it, get one."""
@@ -372,320 +291,7 @@ class Authorization:
         self._held.fail(held, left, permanent=False)
         return True
 
-    def _discover(self) -> None:
-        """RFC 9728: the protected resource metadata, from the challenge's URL or the
-        well-known ones, in order."""
-        hint = self._challenge.resource_metadata if self._challenge is not None else None
-        self._candidates = list(oauth.protected_resource_metadata_urls(self._url, hint))
-        self._transient = None
-        self._move(AuthStep.DISCOVER)
-        self._fetch_next()
-
-    def _fetch_next(self) -> None:
-        """The next metadata URL; when none is left, the first failure that may pass (so the
-        attempt is retried), else a refusal: no URL has the document."""
-        out_of_time = self._held.connect_bound() <= self._session.now  # the handshake's is over
-        if self._transient is not None and (not self._candidates or out_of_time):
-            self._falter(self._transient)
-            return
-        if not self._candidates:
-            what = (
-                "protected resource"
-                if self.phase is AuthPhase.DISCOVERING_RESOURCE
-                else "authorization server"
-            )
-            raise AuthorizationFailed(None, f"no {what} metadata was found at any well-known URL")
-        self._start(oauth.metadata_request(self._candidates.pop(0)))
-
-    def _on_resource_metadata(self, status: int, body: bytes) -> None:
-        if not 200 <= status < 300:
-            self._fetch_next()
-            return
-        metadata = oauth.parse_protected_resource_metadata(body, server_url=self._url)
-        self._resource_metadata = metadata
-        issuer = metadata.authorization_servers[0]
-        if not may_fetch(issuer, self._url):
-            raise AuthorizationFailed(
-                None,
-                f"the protected resource metadata names issuer {redact_url(issuer)!r}, which "
-                "this client does not use for this server: an issuer is https, and on this "
-                "machine only for a server on this machine",
-            )
-        if self._issuer is not None and issuer != self._issuer:
-            # Credentials are bound to the issuer: a new one means registering again.
-            self._client = None
-            self._refresh_token = None
-        self._issuer = issuer
-        self._candidates = list(oauth.authorization_server_metadata_urls(issuer))
-        self._transient = None
-        self._move(AuthStep.DISCOVER_SERVER)
-        self._fetch_next()
-
-    def _on_server_metadata(self, status: int, body: bytes) -> None:
-        assert self._issuer is not None
-        if not 200 <= status < 300:
-            self._fetch_next()
-            return
-        self._server = oauth.parse_authorization_server_metadata(body, issuer=self._issuer)
-        self._identify(True)
-
-    def _identify(self, may_refresh: bool) -> None:
-        """A client identity at this authorization server, then a token: by refresh when
-        ``may_refresh`` and there is a refresh token, else by the configured grant."""
-        server, settings = self._server, self._settings
-        if server is None:
-            self._discover()
-            return
-        if self._jwt:
-            self._obtain()
-            return
-        if self._client is None:
-            self._client = oauth.configured_client(server, settings)
-            if self._client is None and settings.grant == "client_credentials":
-                self._register(server, ())
-                return
-            if self._client is None:
-                self._prepare()  # registration needs the redirect URI: it comes first
-                return
-        if may_refresh and self._refresh_token is not None:
-            self._refresh()
-        else:
-            self._grant()
-
-    def _register(
-        self, server: oauth.AuthorizationServerMetadata, redirect_uris: tuple[str, ...]
-    ) -> None:
-        """RFC 7591 dynamic registration."""
-        assert server.registration_endpoint is not None
-        credentials = self._settings.grant == "client_credentials"
-        self._move(AuthStep.REGISTER)
-        self._start(
-            oauth.registration_request(
-                server.registration_endpoint,
-                client_name=self._settings.client_name,
-                redirect_uris=redirect_uris,
-                grant_types=("client_credentials",)
-                if credentials
-                else ("authorization_code", "refresh_token"),
-                token_endpoint_auth_method=oauth.registration_auth_method(server),
-            )
-        )
-
-    def _grant(self) -> None:
-        if self._settings.grant == "authorization_code":
-            self._prepare()
-            return
-        self._held.count_authorization()
-        if self._settings.private_key:
-            assert self._client is not None and self._server is not None
-            self._move(AuthStep.SIGN)
-            self._out.append(
-                SignAssertion(
-                    client_id=self._client.client_id,
-                    audience=self._server.issuer,
-                    algorithms=self._server.token_endpoint_auth_signing_alg_values_supported,
-                )
-            )
-        else:
-            self._request_token(None)
-
-    def _obtain(self) -> None:
-        """Workload identity (SEP-1933): a fresh platform JWT from the driver, for each token
-        request (the platform rotates it); no registration, no refresh."""
-        assert self._server is not None
-        oauth.require_jwt_bearer_grant(self._server)
-        self._held.count_authorization()
-        self._move(AuthStep.SIGN)
-        self._out.append(
-            ObtainAssertion(issuer=self._server.issuer, token_endpoint=self._server.token_endpoint)
-        )
-
-    def _prepare(self) -> None:
-        """The browser step is next: only where a person may be asked."""
-        if not self._settings.interactive:
-            self._refuse(AuthorizationRequired(self._spec.name))
-            return
-        self._move(AuthStep.PREPARE)
-        self._out.append(PrepareAuthorization())
-
-    def _prepared_for(self, event: AuthorizationPrepared) -> None:
-        server = self._server
-        assert server is not None
-        if self._client is None:
-            self._prepared = event
-            self._register(server, (event.redirect_uri,))
-        else:
-            self._authorize(event)
-
-    def _authorize(self, event: AuthorizationPrepared) -> None:
-        """The authorization code flow's request (PKCE S256, state, resource)."""
-        server, client = self._server, self._client
-        assert server is not None and client is not None
-        wanted = self._challenge.scope if self._challenge is not None else None
-        scope = self._settings.scope or oauth.select_scope(
-            challenge_scope=self._scope or wanted,
-            resource_scopes=self._resource_metadata.scopes_supported
-            if self._resource_metadata is not None
-            else None,
-            server_scopes=server.scopes_supported,
-        )
-        self._scope = scope
-        self._pending = oauth.begin_authorization(
-            server,
-            client_id=client.client_id,
-            redirect_uri=event.redirect_uri,
-            resource=self._resource_value(),
-            scope=scope,
-            verifier_entropy=event.entropy[:32],
-            state_entropy=event.entropy[32:],
-        )
-        self._held.count_authorization()
-        self._move(AuthStep.AUTHORIZE)
-        # The user may take minutes at the browser (``_redeem`` starts the deadlines again).
-        self._held.suspend_connect_deadlines()
-        self._out.append(Authorize(url=self._pending.url, state=self._pending.state))
-
-    def _redeem(self, params: Mapping[str, str]) -> None:
-        """The redirect came back: check it (state, iss) and redeem its code."""
-        pending, server = self._pending, self._server
-        assert pending is not None and server is not None
-        self._pending = None
-        self._held.rearm_connect_deadlines()
-        code = oauth.check_authorization_response(pending, params)
-        request = oauth.authorization_code_token_request(
-            server.token_endpoint, auth=self._client_auth(None), code=code, pending=pending
-        )
-        self._move(AuthStep.EXCHANGE)
-        self._start(request)
-
-    def _request_token(self, assertion: str | None) -> None:
-        """``client_credentials`` (RFC 6749 §4.4; SEP-1046), or ``jwt_bearer`` with the
-        platform's JWT (RFC 7523 §2.1; SEP-1933)."""
-        server, scope = self._server, self._settings.scope or self._scope
-        assert server is not None
-        resource, cid = self._resource_value(), self._settings.client_id
-        if self._jwt:
-            request = oauth.jwt_bearer_token_request(server, assertion or "", resource, scope, cid)
-        else:
-            auth = self._client_auth(assertion)
-            request = oauth.client_credentials_token_request(
-                server.token_endpoint, auth=auth, resource=resource, scope=scope
-            )
-        self._move(AuthStep.EXCHANGE)
-        self._start(request)
-
-    def _refresh(self) -> None:
-        """Refresh (RFC 6749 §6) before asking the user again."""
-        server = self._server
-        assert server is not None and self._refresh_token is not None
-        request = oauth.refresh_token_request(
-            server.token_endpoint,
-            auth=self._client_auth(None),
-            refresh_token=self._refresh_token,
-            resource=self._resource_value(),
-        )
-        self._move(AuthStep.REFRESH)
-        self._start(request)
-
-    def _client_auth(self, assertion: str | None) -> oauth.ClientAuth:
-        assert self._client is not None and self._server is not None
-        return oauth.client_auth(self._client, self._server, assertion)
-
-    def _resource_value(self) -> str:
-        """RFC 8707 ``resource``: the protected resource's own name for itself, once known."""
-        metadata = self._resource_metadata
-        return metadata.resource if metadata is not None else self._resource
-
-    def _on_token(self, status: int, body: bytes) -> None:
-        refreshing = self.phase is AuthPhase.REFRESHING
-        try:
-            answer = oauth.parse_token_response(status, body, requested_scope=self._scope)
-        except UnreadableAnswer:
-            raise
-        except AuthorizationFailed:
-            if not refreshing:
-                raise
-            # The refresh token is no good any more (RFC 6749 §5.2 invalid_grant, or the client
-            # was refused): forget both tokens, in the store too, and authorize from the start.
-            self._refresh_token = self._access_token = self._expires_at = None
-            self._inner.authorization = None
-            self._save()
-            self._identify(False)
-            return
-        if answer.refresh_token is not None:
-            self._refresh_token = answer.refresh_token
-        now = self._session.now
-        self._expires_at = None if answer.expires_in is None else now + answer.expires_in
-        self._granted_scope = answer.scope
-        self._asked_to_wait = None  # it answered
-        self._token(answer.access_token)
-        self._move(AuthStep.TOKEN)
-        self._save()
-        self._held.send_all()
-
-    def _token(self, access_token: str) -> None:
-        self._access_token = access_token
-        self._inner.authorization = f"Bearer {access_token}"
-
-    def _refuse(self, error: McpError) -> None:
-        """No token can be had: answer every held request, and every later one, with
-        ``error``."""
-        self._failure = error
-        self._end_flow()
-        self._move(AuthStep.REFUSE)
-        self._refuse_held()
-
-    def _refuse_held(self) -> None:
-        error = self._failure
-        assert error is not None
-        for entry in self._held.take_all():
-            self._held.fail(entry, error)
-
-    def _falter(self, error: AuthorizationUnavailable) -> None:
-        """A request of the flow failed in a way that may pass: answer every held request
-        now (a handshake fails its connect attempt, retried with backoff; caller work gets
-        ``error``) and go back to where the flow started, so the next request that needs a
-        token tries again."""
-        self._end_flow()
-        self._move(AuthStep.FALTER)
-        if self._access_token is not None:
-            self._move(AuthStep.TOKEN)
-        if error.retry_after is not None:
-            self._asked_to_wait = (self._session.now + error.retry_after, error)
-        for entry in self._held.take_all():
-            self._held.fail(entry, error, permanent=False)
-
-    # --- this layer's own requests ----------------------------------------------------------
-
-    def _start(self, request: oauth.OAuthRequest) -> None:
-        """One request of this layer's: the metadata documents are public; registration and
-        token requests and their answers hold credentials (``secret``). Its deadline is the
-        layer's ``request_timeout``, and no later than a waiting handshake's connect
-        deadline."""
-        now = self._session.now
-        deadline = min(now + self._settings.request_timeout, self._held.connect_bound())
-        stream = self._inner.new_stream()
-        fetch = Fetch(self.phase, request.url, max(deadline - now, 0.0), deadline)
-        self._fetches[stream] = fetch
-        self._out.append(
-            StartHttp(
-                stream=stream,
-                method=request.method,
-                url=request.url,
-                headers=request.headers,
-                body=request.body,
-                secret=fetch.secret,
-            )
-        )
-
-    def _end_flow(self) -> None:
-        """Abort this layer's requests in flight and forget the step under way."""
-        for stream in self._fetches:
-            self._out.append(AbortHttp(stream=stream))
-        self._fetches.clear()
-        self._candidates = []
-        self._transient = None
-        self._pending = self._prepared = None
+    # --- this layer's own requests -----------------------------------------------------------
 
     def is_secret(self, event: HttpEvent | AuthEvent) -> bool:
         """Whether ``event`` holds a credential a recording must not keep: an answer of the
@@ -715,7 +321,7 @@ class Authorization:
             self._fetch_failed(fetch, f"answered HTTP {status}", retry_after)
             return
         try:
-            self._answered[fetch.phase](self, status, bytes(fetch.body))
+            ANSWERED[fetch.phase](self, status, bytes(fetch.body))
         except UnreadableAnswer as unreadable:
             self._fetch_failed(fetch, f"came back unusable: {unreadable.detail}")
         except AuthorizationFailed as refusal:
@@ -737,60 +343,3 @@ class Authorization:
             self._guard(self._fetch_next)
         else:
             self._falter(error)
-
-    def _on_registered(self, status: int, body: bytes) -> None:
-        self._client = oauth.parse_registration_response(status, body)
-        prepared, self._prepared = self._prepared, None
-        if prepared is not None:
-            self._authorize(prepared)
-        else:
-            self._grant()
-
-    _answered: Mapping[AuthPhase, Callable[..., None]] = {}  # filled in below the class
-
-    def _guard(self, step: Callable[..., None], *args: Any) -> None:
-        """Run a step of the flow; an ``AuthorizationFailed`` it raises refuses the flow."""
-        try:
-            step(*args)
-        except AuthorizationFailed as refusal:
-            self._refuse(refusal)
-
-    # --- the token, kept ---------------------------------------------------------------------
-
-    def _expired(self) -> bool:
-        expires_at = self._expires_at
-        return expires_at is not None and self._session.now >= expires_at - _EXPIRY_MARGIN
-
-    def _save(self) -> None:
-        client, issuer = self._client, self._issuer
-        if client is None and self._jwt:  # none registered: the grant names the record
-            client = oauth.RegisteredClient(
-                client_id=self._settings.client_id or oauth.JWT_BEARER_GRANT
-            )
-        assert client is not None and issuer is not None
-        self._out.append(
-            SaveAuthorization(
-                server=token_store_key(self._url),
-                authorization=StoredAuthorization(
-                    issuer=issuer,
-                    client_id=client.client_id,
-                    client_secret=client.client_secret,
-                    access_token=self._access_token,
-                    refresh_token=self._refresh_token,
-                    expires_at=self._expires_at,
-                    scope=self._granted_scope,
-                ),
-            )
-        )
-
-    def _move(self, step: AuthStep) -> None:
-        self.phase = auth_step(self.phase, step)
-
-
-Authorization._answered = {
-    AuthPhase.DISCOVERING_RESOURCE: Authorization._on_resource_metadata,
-    AuthPhase.DISCOVERING_SERVER: Authorization._on_server_metadata,
-    AuthPhase.REGISTERING: Authorization._on_registered,
-    AuthPhase.EXCHANGING: Authorization._on_token,
-    AuthPhase.REFRESHING: Authorization._on_token,
-}
