@@ -11,7 +11,8 @@ quick: ``oauth={"timeout": AUTH_TIMEOUT}`` (each authorization request's own dea
 ``init_timeout=INIT_TIMEOUT``, ``reconnect=0.05``, ``fail_fast=True``, a token store of its
 own; for the authorization code steps an ``authorize=`` callback that GETs the authorization
 URL without following the redirect and returns its Location (a headless browser), for the
-client_credentials step a pre-registered client with a secret.
+client_credentials step a pre-registered client with a secret, for the jwt_bearer step a
+workload JWT (signed by the platform key the server trusts) in an ``assertion_file``.
 
 A row names a step, a fault and what the callers get:
   caller  steps reached while connecting (every one but refresh): the fault is armed before
@@ -83,6 +84,8 @@ import mcp_core as core
 from tests.conftest import wait_until
 from tests.drivers.facade import DRIVERS, Facade
 from tests.drivers.test_fault_matrix import Records, counts, record_text, until
+from tests.drivers.test_workload_identity import PUBLIC_PEM as WORKLOAD_PUBLIC_PEM
+from tests.drivers.test_workload_identity import workload_jwt
 from tests.servers.auth_fault_server import (
     AUTHORIZATION,
     ENDLESS_SLACK,
@@ -112,6 +115,10 @@ STEPS = {
         "POST to the token endpoint with `grant_type=client_credentials` (a pre-registered "
         "client with a secret)"
     ),
+    "jwt_bearer": (
+        "POST to the token endpoint with `grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer` "
+        "and the workload's JWT (workload identity, read from an `assertion_file`)"
+    ),
 }
 # The step's name in AuthorizationUnavailable.step.
 STEP_NAMES = {
@@ -121,6 +128,7 @@ STEP_NAMES = {
     "token exchange": "token",
     "refresh": "refresh",
     "client_credentials": "token",
+    "jwt_bearer": "token",
 }
 CONNECT_STEPS = {step for step in STEPS if step != "refresh"}
 # How many URLs the client may try at a step, each with its own timeout: the protected resource
@@ -227,6 +235,14 @@ ROWS = [
     Row("client_credentials", "429 (Retry-After: 1)", U),
     Row("client_credentials", "a redirect", U),
     Row("client_credentials", "slow-loris", U, BY_TIMEOUT),
+    Row("jwt_bearer", "hangs", U, BY_TIMEOUT),
+    Row("jwt_bearer", "never-ending body", U),
+    Row("jwt_bearer", "garbage JSON", U),
+    Row("jwt_bearer", "connection reset", U),
+    Row("jwt_bearer", "500", U),
+    Row("jwt_bearer", "429 (Retry-After: 1)", U),
+    Row("jwt_bearer", "a redirect", U),
+    Row("jwt_bearer", "slow-loris", U, BY_TIMEOUT),
 ]
 
 # --- timing ------------------------------------------------------------------------------------
@@ -328,6 +344,10 @@ def new_client(run: Run) -> MatrixClient:
     if run.row.step == "client_credentials":
         oauth |= {"grant": "client_credentials", "client_id": CLIENT_ID}
         oauth["client_secret"] = CLIENT_SECRET
+    elif run.row.step == "jwt_bearer":
+        assertion = run.record.parent / "workload.jwt"
+        assertion.write_text(workload_jwt(server.issuer), encoding="utf-8")
+        oauth |= {"grant": "jwt_bearer", "assertion_file": str(assertion)}
     else:
         fields["authorize"] = follow
     return MatrixClient(
@@ -593,7 +613,9 @@ def run_case(row: Row, driver: str, tmp_path: Path) -> None:
     root.addHandler(records)
     root.setLevel(logging.DEBUG)
     server = AuthFaultServer(
-        path=f"/mcp-{next(PATHS)}", clients={CLIENT_ID: {"client_secret": CLIENT_SECRET}}
+        path=f"/mcp-{next(PATHS)}",
+        clients={CLIENT_ID: {"client_secret": CLIENT_SECRET}},
+        workload_key=WORKLOAD_PUBLIC_PEM,
     )
     server.start()
     run = Run(row, driver, tmp_path / "session.jsonl", server)
@@ -769,11 +791,12 @@ def test_the_server_classifies_each_step(fault_server: AuthFaultServer) -> None:
         (TOKEN, b"grant_type=authorization_code&code=c1&code_verifier=v1"),
         (TOKEN, b"grant_type=refresh_token&refresh_token=rt-1"),
         (TOKEN, b"grant_type=client_credentials"),
+        (TOKEN, b"grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=a1"),
     ]:
         answer = read_all(raw_request(server, head, body))
         assert answer.startswith(b"HTTP/1.1 500 "), (head, answer[:80])
-    assert [len(server.attempts(step)) for step in STEPS] == [2, 2, 1, 1, 1, 1]
-    assert {"c1", "v1", "rt-1"} <= server.secrets  # carried by faulted requests
+    assert [len(server.attempts(step)) for step in STEPS] == [2, 2, 1, 1, 1, 1, 1]
+    assert {"c1", "v1", "rt-1", "a1"} <= server.secrets  # carried by faulted requests
     server.clear()
     answer = read_all(raw_request(server, "GET /.well-known/oauth-authorization-server HTTP/1.1"))
     assert b'"issuer":"' + server.issuer.encode() in answer.partition(b"\r\n\r\n")[2]

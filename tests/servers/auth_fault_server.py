@@ -23,6 +23,8 @@ The steps (each request of the authorization layer is one of them):
   token exchange                  POST /token, grant_type=authorization_code (RFC 6749 §4.1.3)
   refresh                         POST /token, grant_type=refresh_token (RFC 6749 §6)
   client_credentials              POST /token, grant_type=client_credentials (RFC 6749 §4.4)
+  jwt_bearer                      POST /token, grant_type=urn:ietf:params:oauth:grant-type:
+                                  jwt-bearer (RFC 7523 §2.1, workload identity)
 GET /authorize is recorded as the step ``authorization``; no fault is armed there, but "wrong
 issuer" at the token exchange acts on it (below). Requests to the MCP path are OAuthServer's.
 
@@ -92,12 +94,14 @@ STEPS = (
     "token exchange",
     "refresh",
     "client_credentials",
+    "jwt_bearer",
 )
 AUTHORIZATION = "authorization"  # GET /authorize: recorded, never faulted itself
 GRANTS = {
     "authorization_code": "token exchange",
     "refresh_token": "refresh",
     "client_credentials": "client_credentials",
+    "urn:ietf:params:oauth:grant-type:jwt-bearer": "jwt_bearer",
 }
 FAULTS = (
     "hangs",
@@ -128,7 +132,14 @@ PACE_POLL = 0.0005  # how often the never-ending body checks whether the client 
 STALL_LIMIT = 600.0  # a hang or trickle ends by itself after this long
 
 _ESTABLISHED = 1  # tcp_info's tcpi_state of an established connection (Linux)
-_SECRET_FIELDS = ("code", "code_verifier", "refresh_token", "client_secret", "client_assertion")
+_SECRET_FIELDS = (
+    "code",
+    "code_verifier",
+    "refresh_token",
+    "client_secret",
+    "client_assertion",
+    "assertion",
+)
 
 
 @dataclass
