@@ -68,6 +68,7 @@ from mcp_core import (
 )
 from mcp_core.driver import ENTROPY_BYTES, token_store_key
 
+from .dpop import DpopSigner, can_sign, check_dpop
 from .http import os_message
 
 # The OAuth helpers and the redirect listener load when a login needs them, not with the
@@ -145,15 +146,19 @@ class TokenKeeper:
         self._log = log
         self._taken = 0
         self._written = 0
+        self.dpop = DpopSigner(log)  # the client's DPoP key, kept with its bound tokens
 
     def machine_keywords(self, spec: Spec, *, interactive: bool) -> MachineOAuth:
-        """``oauth=`` and ``authorization=`` for the machine of ``spec`` (see ``stored``)."""
-        oauth = OAuthSettings.from_spec(spec, interactive=interactive)
+        """``oauth=`` and ``authorization=`` for the machine of ``spec`` (see ``stored``); the
+        record's DPoP key goes to ``dpop``, not to the machine. ``InvalidSpec`` for
+        ``dpop: true`` where nothing can sign."""
+        check_dpop(spec)
+        oauth = OAuthSettings.from_spec(spec, interactive=interactive, dpop_signer=can_sign())
         record = None if oauth is None else stored(self._store, spec, self._clock)
-        return {"oauth": oauth, "authorization": record}
+        return {"oauth": oauth, "authorization": self.dpop.loaded(record)}
 
     def take(self, action: SaveAuthorization) -> Callable[[], None]:
-        record = action.authorization
+        record = self.dpop.kept(action.authorization)
         if record.expires_at is not None:
             record = replace(record, expires_at=time.time() + (record.expires_at - self._clock()))
         self._taken += 1

@@ -45,7 +45,10 @@ class OAuthSettings:
     ``request_timeout`` bounds each request of the authorization layer (metadata, registration,
     token), and never past the connect attempt's own deadline. ``allow_insecure_http``: send a
     bearer token to a plain ``http://`` MCP server that is not on this machine (refused
-    otherwise, RFC 6750 §5.3)."""
+    otherwise, RFC 6750 §5.3). ``dpop``: DPoP (RFC 9449; SEP-1932), ``"prefer"`` where the
+    authorization server lists ES256 in ``dpop_signing_alg_values_supported``, ``"require"``
+    (``AuthorizationFailed`` where it does not), ``"off"``; a driver that signs proofs says so
+    to ``from_spec``, which resolves the spec's ``"auto"``."""
 
     client_id: str | None = None
     client_secret: str | None = None
@@ -57,6 +60,7 @@ class OAuthSettings:
     interactive: bool = True
     request_timeout: float = AUTH_REQUEST_TIMEOUT
     allow_insecure_http: bool = False
+    dpop: Literal["off", "prefer", "require"] = "off"
 
     def __post_init__(self) -> None:
         if not self.request_timeout > 0:
@@ -70,13 +74,19 @@ class OAuthSettings:
         )
 
     @classmethod
-    def from_spec(cls, spec: Spec, *, interactive: bool = True) -> OAuthSettings | None:
+    def from_spec(
+        cls, spec: Spec, *, interactive: bool = True, dpop_signer: bool = False
+    ) -> OAuthSettings | None:
         """What ``spec``'s ``oauth`` mapping says, or ``None`` when OAuth is off for it (a
         stdio server, an ``Authorization`` header, or ``oauth: {enabled: false}``): the
-        machine's ``oauth=``. ``private_key`` is true when a ``key_file`` is set."""
+        machine's ``oauth=``. ``private_key`` is true when a ``key_file`` is set.
+        ``dpop_signer``: whether the driver signs DPoP proofs (``StartHttp.dpop``); without
+        one, ``dpop: "auto"`` is off (plain Bearer) and ``dpop: true`` still requires it (the
+        driver refuses the client)."""
         if not spec.oauth_enabled:
             return None
         oauth = spec.oauth
+        dpop = oauth.get("dpop", "auto")
         return cls(
             client_id=oauth.get("client_id"),
             client_secret=oauth.get("client_secret"),
@@ -87,4 +97,5 @@ class OAuthSettings:
             interactive=interactive,
             request_timeout=float(oauth.get("timeout", AUTH_REQUEST_TIMEOUT)),
             allow_insecure_http=oauth.get("allow_insecure_http", False),
+            dpop="require" if dpop is True else "prefer" if dpop_signer and dpop else "off",
         )

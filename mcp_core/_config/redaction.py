@@ -38,6 +38,7 @@ OAUTH_KEYS = (
     "assertion_file",
     "timeout",
     "allow_insecure_http",
+    "dpop",
 )
 OAUTH_TEXT = (
     "client_id",
