@@ -2,8 +2,9 @@
 same way by both drivers.
 
 The core's authorization layer (``mcp_core/_auth/layer.py``) decides everything; a driver
-performs four actions for it, and this module holds every part of them that is not about
-threads or tasks:
+performs four actions for it (and signs the DPoP proofs ``StartHttp.dpop`` asks for, with
+``TokenKeeper.dpop``: ``_mcp_io/dpop.py``), and this module holds every part of them that is
+not about threads or tasks:
 
 - ``TokenKeeper``: the client's token store. ``machine_keywords`` is what the machine is
   built with: ``OAuthSettings.from_spec`` (the spec's ``oauth`` mapping), and the

@@ -384,3 +384,13 @@ def test_the_key_and_the_token_hash_stay_out_of_reprs_and_recordings() -> None:
     assert ATH not in json.dumps(line)
     plain = core.StartHttp(stream=1, method="GET", url=SERVER, headers=())
     assert "dpop" not in encode_action(plain)
+
+
+def test_mcp_json_takes_dpop() -> None:
+    from mcp_core.config import load_config
+
+    text = json.dumps({"mcpServers": {"ledger": {"url": SERVER, "oauth": {"dpop": True}}}})
+    spec = load_config(text).servers["ledger"]
+    assert spec.oauth["dpop"] is True
+    settings = core.OAuthSettings.from_spec(spec)
+    assert settings is not None and settings.dpop == "require"
