@@ -38,7 +38,7 @@ from .._vocabulary.errors import (
 from .._vocabulary.events import AuthorizationPrepared
 from .._vocabulary.phases import AuthPhase, AuthStep, auth_step
 from .._vocabulary.tokens import StoredAuthorization
-from .._vocabulary.urls import redact_url
+from .._vocabulary.urls import origin_of, redact_url
 from . import oauth as oauth
 from .fetch import Fetch
 from .held import HeldRequests
@@ -91,6 +91,8 @@ class Flow:
         self._held = HeldRequests(inner, session, spec.init_timeout)
         self._fetches: dict[int, Fetch] = {}
         self._candidates: list[str] = []  # metadata URLs still to try, in order
+        self._legacy = False  # no protected resource metadata: a 2025-03-26 server
+        self._guessed = False  # ... and no server metadata: its default endpoints in use
         self._transient: AuthorizationUnavailable | None = None  # of a metadata URL skipped
         # Until when a Retry-After asked for quiet, and the failure that said so.
         self._asked_to_wait: tuple[float, AuthorizationUnavailable] | None = None
@@ -128,6 +130,7 @@ class Flow:
         hint = self._challenge.resource_metadata if self._challenge is not None else None
         self._candidates = list(oauth.protected_resource_metadata_urls(self._url, hint))
         self._transient = None
+        self._legacy = self._guessed = False
         self._move(AuthStep.DISCOVER)
         self._fetch_next()
 
@@ -139,13 +142,30 @@ class Flow:
             self._falter(self._transient)
             return
         if not self._candidates:
-            what = (
-                "protected resource"
-                if self.phase is AuthPhase.DISCOVERING_RESOURCE
-                else "authorization server"
-            )
-            raise AuthorizationFailed(None, f"no {what} metadata was found at any well-known URL")
+            if self.phase is AuthPhase.DISCOVERING_RESOURCE:
+                self._without_resource_metadata()
+            elif self._legacy:
+                assert self._issuer is not None
+                self._server = oauth.default_endpoints(self._issuer)
+                self._guessed = True
+                self._identify(True)
+            else:
+                raise AuthorizationFailed(
+                    None, "no authorization server metadata was found at any well-known URL"
+                )
+            return
         self._start(oauth.metadata_request(self._candidates.pop(0)))
+
+    def _without_resource_metadata(self) -> None:
+        """No protected resource metadata at any URL: a server of MCP 2025-03-26, which had
+        none. Its ``basic/authorization``, "Authorization Base URL": it "MUST be determined
+        from the MCP server URL by discarding any existing path component", and the
+        authorization server's metadata is looked for there (RFC 8414); with none there
+        either, the default endpoints ("Fallbacks for Servers without Metadata Discovery",
+        ``default_endpoints``). The official SDKs fall back the same way."""
+        self._legacy = True
+        self._resource_metadata = None
+        self._discover_server(origin_of(self._url))
 
     def _on_resource_metadata(self, status: int, body: bytes) -> None:
         if not 200 <= status < 300:
@@ -161,6 +181,10 @@ class Flow:
                 "this client does not use for this server: an issuer is https, and on this "
                 "machine only for a server on this machine",
             )
+        self._discover_server(issuer)
+
+    def _discover_server(self, issuer: str) -> None:
+        """RFC 8414 (or OpenID Connect Discovery): the authorization server's metadata."""
         if self._issuer is not None and issuer != self._issuer:
             # Credentials are bound to the issuer: a new one means registering again.
             self._client = None

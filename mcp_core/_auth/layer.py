@@ -320,6 +320,20 @@ class Authorization(Flow):
             retry_after = parse_retry_after(find_header(fetch.headers, "retry-after"))
             self._fetch_failed(fetch, f"answered HTTP {status}", retry_after)
             return
+        if status == 404 and self._guessed:
+            # An endpoint the client assumed (MCP 2025-03-26's defaults) is not there: the
+            # server most likely uses no OAuth at all, and asking again cannot help.
+            self._refuse(
+                AuthorizationFailed(
+                    None,
+                    f"the server answered 401 and publishes no OAuth metadata (RFC 9728, RFC "
+                    f"8414), and the default endpoint MCP 2025-03-26 assumes, "
+                    f"{redact_url(fetch.url)!r}, answered HTTP 404: the server may not use "
+                    "OAuth. Give it the credentials it expects (a header, for instance), or "
+                    "set oauth enabled to false",
+                )
+            )
+            return
         try:
             ANSWERED[fetch.phase](self, status, bytes(fetch.body))
         except UnreadableAnswer as unreadable:
