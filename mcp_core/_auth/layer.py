@@ -117,7 +117,9 @@ class Authorization(Flow):
             self._refuse_held()
         elif phase is not AuthPhase.AUTHORIZED:
             self._held.add(held)  # a token is on its way
-        elif self._server is not None and (self._refresh_token is not None or self._jwt):
+        elif self._server is not None and (
+            self._refresh_token is not None or self._jwt or self._enterprise
+        ):
             self._held.add(held)  # expired: refresh (or a fresh assertion) before sending
             if not self._waiting_out(held):
                 self._guard(self._refresh if self._refresh_token is not None else self._obtain)
@@ -222,6 +224,8 @@ class Authorization(Flow):
             if self.phase is AuthPhase.SIGNING:
                 what = "obtained" if self._jwt else "signed"
                 reason = f"the client assertion could not be {what}: {event.reason}"
+                if self._enterprise:
+                    reason = f"the user's ID token could not be obtained: {event.reason}"
                 self._refuse(AuthorizationFailed(None, reason))
             elif self.phase in (AuthPhase.PREPARING, AuthPhase.AUTHORIZING):
                 reason = f"the authorization step did not finish: {event.reason}"
