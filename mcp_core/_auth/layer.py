@@ -19,9 +19,12 @@ adds:
   (pre-registered, Client ID Metadata Document, or RFC 7591 registration), then either the
   authorization code flow (PKCE S256, ``state``, RFC 8707 ``resource``, RFC 9207 ``iss``) with
   the driver's browser step, or ``client_credentials``, or ``jwt_bearer`` (SEP-1933, the
-  platform's JWT the driver supplies: ``ObtainAssertion``); step-up after 403 with the union of
-  scopes, at most ``MAX_AUTHORIZATIONS`` authorizations for any one request (past that, that
-  request fails with ``AuthorizationFailed``; the token in hand serves the rest);
+  platform's JWT the driver supplies: ``ObtainAssertion``), or ``enterprise`` (SEP-990: the
+  user's ID token, supplied the same way, exchanged at the identity provider for an ID-JAG,
+  RFC 8693, which the authorization server takes as an RFC 7523 grant; ``enterprise.py``);
+  step-up after 403 with the union of scopes, at most ``MAX_AUTHORIZATIONS`` authorizations
+  for any one request (past that, that request fails with ``AuthorizationFailed``; the token
+  in hand serves the rest);
 - the driver's part is I/O only: it performs the metadata, registration and token requests
   as ``StartHttp`` (their answers come back as HTTP events on streams this layer owns), binds
   the redirect listener and supplies random bytes (``PrepareAuthorization`` ->
