@@ -27,6 +27,7 @@ _STEPS = {
     AuthPhase.EXCHANGING: "token",
     AuthPhase.REFRESHING: "refresh",
     AuthPhase.EXCHANGING_IDENTITY: "identity provider token exchange",
+    AuthPhase.DISCOVERING_IDENTITY_PROVIDER: "identity provider metadata",
 }
 
 # Registration and token answers hold credentials (and the token exchange's request the ID

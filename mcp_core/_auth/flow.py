@@ -90,6 +90,8 @@ class Flow:
         self.phase = AuthPhase.UNAUTHORIZED
         self._jwt = settings.grant == "jwt_bearer"
         self._enterprise = settings.grant == "enterprise"  # SEP-990: two legs per token
+        self._idp_endpoint: str | None = None  # found in the identity provider's metadata
+        self._id_token: str | None = None  # waiting for that metadata
         self._held = HeldRequests(inner, session, spec.init_timeout)
         self._fetches: dict[int, Fetch] = {}
         self._candidates: list[str] = []  # metadata URLs still to try, in order
@@ -144,6 +146,8 @@ class Flow:
             what = (
                 "protected resource"
                 if self.phase is AuthPhase.DISCOVERING_RESOURCE
+                else "identity provider"
+                if self.phase is AuthPhase.DISCOVERING_IDENTITY_PROVIDER
                 else "authorization server"
             )
             raise AuthorizationFailed(None, f"no {what} metadata was found at any well-known URL")
@@ -339,9 +343,20 @@ class Flow:
         """Enterprise-managed authorization, leg 1 (SEP-990, RFC 8693): the ID token for an
         ID-JAG at the identity provider, for this authorization server and resource, with the
         scope when one is known (configured, else as the authorization code flow selects it:
-        the challenge's, else the resource's ``scopes_supported``)."""
+        the challenge's, else the resource's ``scopes_supported``). With ``idp_issuer`` instead
+        of an endpoint, the endpoint is found first in the identity provider's metadata, once
+        (RFC 8414, then OpenID Connect Discovery), the ID token waiting meanwhile."""
         settings = self._settings
-        assert settings.idp_token_endpoint is not None and settings.idp_client_id is not None
+        assert settings.idp_client_id is not None
+        endpoint = settings.idp_token_endpoint or self._idp_endpoint
+        if endpoint is None:
+            assert settings.idp_issuer is not None
+            self._id_token = id_token
+            self._candidates = list(oauth.authorization_server_metadata_urls(settings.idp_issuer))
+            self._transient = None
+            self._move(AuthStep.DISCOVER_IDENTITY_PROVIDER)
+            self._fetch_next()
+            return
         wanted = self._challenge.scope if self._challenge is not None else None
         metadata = self._resource_metadata
         scope = settings.scope or oauth.select_scope(
@@ -352,7 +367,7 @@ class Flow:
         )
         self._scope = scope
         request = enterprise.token_exchange_request(
-            settings.idp_token_endpoint,
+            endpoint,
             id_token=id_token,
             audience=server.issuer,
             resource=self._resource_value(),
@@ -362,6 +377,22 @@ class Flow:
         )
         self._move(AuthStep.EXCHANGE_IDENTITY)
         self._start(request)
+
+    def _on_idp_metadata(self, status: int, body: bytes) -> None:
+        """The identity provider's metadata (``idp_issuer``): its token endpoint, then leg 1."""
+        issuer, server, id_token = self._settings.idp_issuer, self._server, self._id_token
+        assert issuer is not None and server is not None and id_token is not None
+        if not 200 <= status < 300:
+            self._fetch_next()
+            return
+        try:
+            metadata = oauth.parse_authorization_server_metadata(body, issuer=issuer)
+        except AuthorizationFailed as refusal:
+            detail = f"the identity provider's metadata is not usable: {refusal.detail}"
+            raise AuthorizationFailed(refusal.error_code, detail) from None
+        self._idp_endpoint, self._id_token = metadata.token_endpoint, None
+        self._candidates = []
+        self._exchange_identity(server, id_token)
 
     def _on_id_jag(self, status: int, body: bytes) -> None:
         """Leg 2 (RFC 7523): the ID-JAG at the authorization server, as the configured client."""
@@ -502,6 +533,7 @@ class Flow:
         self._candidates = []
         self._transient = None
         self._pending = self._prepared = None
+        self._id_token = None
 
     def _guard(self, step: Callable[..., None], *args: Any) -> None:
         """Run a step of the flow; an ``AuthorizationFailed`` it raises refuses the flow."""
@@ -550,4 +582,5 @@ ANSWERED: Mapping[AuthPhase, Callable[[Flow, int, bytes], None]] = {
     AuthPhase.EXCHANGING: Flow._on_token,
     AuthPhase.REFRESHING: Flow._on_token,
     AuthPhase.EXCHANGING_IDENTITY: Flow._on_id_jag,
+    AuthPhase.DISCOVERING_IDENTITY_PROVIDER: Flow._on_idp_metadata,
 }

@@ -74,7 +74,11 @@ from .metadata import UnreadableAnswer
 
 __all__ = ["MAX_AUTHORIZATIONS", "AuthEvent", "Authorization", "OAuthSettings"]
 
-_DISCOVERING = (AuthPhase.DISCOVERING_RESOURCE, AuthPhase.DISCOVERING_SERVER)
+_DISCOVERING = (
+    AuthPhase.DISCOVERING_RESOURCE,
+    AuthPhase.DISCOVERING_SERVER,
+    AuthPhase.DISCOVERING_IDENTITY_PROVIDER,
+)
 
 AuthEvent = (
     AuthorizationPrepared | AuthorizationRedirected | AuthorizationAbandoned | AssertionSigned

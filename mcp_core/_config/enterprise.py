@@ -1,8 +1,9 @@
 """The ``oauth`` keys of enterprise-managed authorization (SEP-990, the MCP authorization
 extension ``io.modelcontextprotocol/enterprise-managed-authorization``), checked for
 ``Spec.oauth``: ``grant: enterprise`` with the enterprise identity provider's token endpoint
-and client, the MCP authorization server's client, and the user's ID token (a file here, or
-the client's ``assertion=`` callback, which the driver checks)."""
+(or its issuer, to find the endpoint in its metadata) and client, the MCP authorization
+server's client, and the user's ID token (a file here, or the client's ``assertion=``
+callback, which the driver checks)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,13 @@ __all__ = [
 ENTERPRISE_GRANT = "enterprise"
 EXTENSION = "io.modelcontextprotocol/enterprise-managed-authorization"
 # The keys only this grant takes, in the order messages list them.
-ENTERPRISE_KEYS = ("id_token_file", "idp_token_endpoint", "idp_client_id", "idp_client_secret")
+ENTERPRISE_KEYS = (
+    "id_token_file",
+    "idp_token_endpoint",
+    "idp_issuer",
+    "idp_client_id",
+    "idp_client_secret",
+)
 
 
 def enterprise_problem(value: Mapping[str, Any], grant: object) -> tuple[str, str] | None:
@@ -37,22 +44,31 @@ def enterprise_problem(value: Mapping[str, Any], grant: object) -> tuple[str, st
             "enterprise-managed authorization (SEP-990) takes grant 'enterprise': set "
             f"oauth['grant'] to 'enterprise', or remove {', '.join(map(repr, given))}",
         )
+    endpoint, issuer = value.get("idp_token_endpoint"), value.get("idp_issuer")
+    if (endpoint is None) == (issuer is None):
+        return (
+            "oauth['grant'] is 'enterprise' with "
+            + ("both" if endpoint is not None else "neither")
+            + " oauth['idp_token_endpoint'] and oauth['idp_issuer']",
+            "give the token endpoint of your enterprise identity provider, or its issuer to "
+            "find the endpoint in its metadata (RFC 8414, OpenID Connect Discovery): one of them",
+        )
     for key, what in (
-        ("idp_token_endpoint", "the token endpoint of your enterprise identity provider"),
         ("idp_client_id", "the client_id this client has at your enterprise identity provider"),
         ("client_id", "the client_id this client has at the MCP server's authorization server"),
     ):
         if value.get(key) is None:
             return (f"oauth['grant'] is 'enterprise' but oauth[{key!r}] is not set", f"give {what}")
+    key = "idp_token_endpoint" if endpoint is not None else "idp_issuer"
     try:
-        endpoint = urlsplit(value["idp_token_endpoint"])
-        usable = endpoint.scheme.lower() in ("https", "http") and bool(endpoint.hostname)
+        parts = urlsplit(value[key])
+        usable = parts.scheme.lower() in ("https", "http") and bool(parts.hostname)
     except ValueError:  # an unbalanced [ in the host, a bad port
         usable = False
     if not usable:
         return (
-            "oauth['idp_token_endpoint'] is not an http(s) URL with a host",
-            "give the identity provider's token endpoint URL, https://...",
+            f"oauth[{key!r}] is not an http(s) URL with a host",
+            "give the identity provider's URL, https://...",
         )
     if value.get("client_metadata_url") is not None:
         return (

@@ -126,13 +126,13 @@ class Spec:
     SEP-1933: the file the platform keeps its JWT for this workload in, read afresh for each
     token request, RFC 7523 §2.1), the keys of ``grant: enterprise`` (enterprise-managed
     authorization, SEP-990: ``id_token_file``, the user's ID token from the enterprise
-    single sign-on, read afresh for each exchange; ``idp_token_endpoint``, ``idp_client_id``
-    and ``idp_client_secret`` at the identity provider; ``client_id`` and ``client_secret``
-    at the MCP authorization server; see ``_config/enterprise.py``), ``timeout`` (seconds
-    each request of the authorization layer may take, 10 by default, never past the connect
-    attempt's ``init_timeout``),
-    ``allow_insecure_http`` (send a bearer token to a plain ``http://`` server that is not on
-    this machine: refused unless true, RFC 6750 §5.3) and ``enabled``: OAuth runs for every
+    single sign-on, read afresh for each exchange; ``idp_token_endpoint`` or ``idp_issuer``,
+    ``idp_client_id`` and ``idp_client_secret`` at the identity provider; ``client_id`` and
+    ``client_secret`` at the MCP authorization server; see ``_config/enterprise.py``),
+    ``timeout`` (seconds each request of the authorization layer may take, 10 by default,
+    never past the connect attempt's ``init_timeout``), ``allow_insecure_http`` (send a
+    bearer token to a plain ``http://`` server that is not on this machine: refused unless
+    true, RFC 6750 §5.3) and ``enabled``: OAuth runs for every
     URL server without an ``Authorization`` header unless ``enabled`` is false, in which case
     a 401 is a permanent connect failure. ``client_secret`` is redacted wherever a spec is
     shown.

@@ -122,6 +122,20 @@ async def test_an_expired_token_runs_both_legs_once_for_all_waiting_calls(
         assert legs(server) == ["token:token-exchange", "token:id-jag"] * 2
 
 
+async def test_the_idp_token_endpoint_found_from_its_issuer(driver: str, tmp_path: Path) -> None:
+    id_file = tmp_path / "id-token"
+    with EnterpriseServer() as server:
+        id_file.write_text(server.id_token())
+        oauth = server.oauth(id_token_file=str(id_file), idp_issuer=server.idp_issuer)
+        del oauth["idp_token_endpoint"]
+        async with Facade(driver, url=server.url, oauth=oauth) as c:
+            assert (await c.call_tool("echo", {"text": "found"})).text == "found"
+            server.expire_access_tokens()
+            assert (await c.call_tool("echo", {"text": "again"})).text == "again"
+        # The metadata is read once; both legs run for each token.
+        assert legs(server) == ["idp-metadata"] + ["token:token-exchange", "token:id-jag"] * 2
+
+
 @pytest.mark.parametrize(
     ("leg", "words"),
     [

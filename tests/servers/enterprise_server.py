@@ -3,6 +3,8 @@ the MCP server's authorization server and the MCP server itself, on 127.0.0.1, a
 what the client sends. ``OAuthServer`` (tests/servers/http_oauth_server.py) is the MCP server
 and its authorization server; this adds:
 
+  GET /.well-known/oauth-authorization-server/idp
+                         the identity provider's RFC 8414 metadata (issuer ORIGIN/idp)
   POST /idp/token        the identity provider's token endpoint: an RFC 8693 token exchange
                          (grant_type token-exchange, requested_token_type id-jag,
                          subject_token_type id_token, audience = the authorization server's
@@ -44,6 +46,7 @@ CLIENT_ID, CLIENT_SECRET = "mcp-agent", f"as-secret-{secrets.token_hex(8)}"
 IDP_CLIENT_ID = "agent-at-idp"
 USER = "alice@example.com"
 _MASKED = ("subject_token",)
+_IDP_METADATA = "/.well-known/oauth-authorization-server/idp"  # RFC 8414 §3.1 for .../idp
 
 
 class EnterpriseServer(OAuthServer):
@@ -67,6 +70,11 @@ class EnterpriseServer(OAuthServer):
         self.refuse_grant: str | None = None
         self.exchanges: list[dict[str, str]] = []
         self._keep(*(s for s in (idp_client_secret,) if s))
+
+    @property
+    def idp_issuer(self) -> str:
+        """The identity provider's issuer: its RFC 8414 metadata names ``idp_token_endpoint``."""
+        return f"{self.origin}/idp"
 
     @property
     def idp_token_endpoint(self) -> str:
@@ -98,6 +106,11 @@ class EnterpriseServer(OAuthServer):
 
     def _handle(self, exchange: _Exchange, received: Any) -> None:
         request, body = received
+        if request.method.upper() == b"GET" and request.target == _IDP_METADATA.encode():
+            self._note("idp-metadata")
+            issuer = self.idp_issuer
+            exchange.json(200, {"issuer": issuer, "token_endpoint": self.idp_token_endpoint})
+            return
         if request.method.upper() == b"POST" and request.target == b"/idp/token":
             headers = {k.decode().lower(): v.decode() for k, v in request.headers}
             self._token_exchange(exchange, headers, _form(body))

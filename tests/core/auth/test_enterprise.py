@@ -245,9 +245,7 @@ def test_an_identity_provider_that_fails_for_now_is_retried_at_the_next_attempt(
     assert h.of(core.ObtainAssertion)
 
 
-def test_an_identity_provider_over_plain_http_elsewhere_is_refused_before_the_token_goes() -> (
-    None
-):
+def test_an_identity_provider_over_plain_http_elsewhere_is_refused_before_the_token_goes() -> None:
     h = harness({**OAUTH, "idp_token_endpoint": "http://idp.example.com/token"})
     waiter = to_the_id_jag(h)
     cause = h.error(waiter).cause
@@ -342,6 +340,68 @@ def test_secrets_never_reach_a_recording_a_repr_or_a_status() -> None:
     assert ID_TOKEN in (leg1.body or b"").decode() and ID_JAG in (leg2.body or b"").decode()
 
 
+# --- the identity provider's token endpoint from its metadata (idp_issuer) ---------------
+
+IDP_ISSUER = "https://idp.example.com"
+IDP_RFC8414 = f"{IDP_ISSUER}/.well-known/oauth-authorization-server"
+IDP_OIDC = f"{IDP_ISSUER}/.well-known/openid-configuration"
+IDP_METADATA = {"issuer": IDP_ISSUER, "token_endpoint": IDP_TOKEN}
+BY_ISSUER = {k: v for k, v in OAUTH.items() if k != "idp_token_endpoint"} | {
+    "idp_issuer": IDP_ISSUER
+}
+
+
+def test_the_idp_token_endpoint_is_found_in_its_metadata_once() -> None:
+    h = harness(BY_ISSUER, concurrency="stateless")
+    to_the_id_jag(h)
+    assert h.auth_phase is AuthPhase.DISCOVERING_IDENTITY_PROVIDER
+    first = h.fetch(IDP_RFC8414)
+    assert not first.secret and ID_TOKEN not in repr(first)
+    h.respond(first, 404, b"")
+    h.respond(h.fetch(IDP_OIDC), 200, IDP_METADATA)  # OpenID Connect Discovery, next
+    assert h.auth_phase is AuthPhase.EXCHANGING_IDENTITY
+    assert h.form(h.fetch(IDP_TOKEN))["subject_token"] == ID_TOKEN
+    h.respond(h.fetch(IDP_TOKEN), 200, ID_JAG_ANSWER)
+    h.token({"access_token": "first", "token_type": "Bearer", "expires_in": 60})
+    ready(h)
+    h.now += 40
+    h.call("echo")
+    h.feed(core.AssertionSigned(now=h.now, assertion=ID_TOKEN))
+    assert h.auth_phase is AuthPhase.EXCHANGING_IDENTITY  # the endpoint is known: no discovery
+    metadata = [a for a in h.history if isinstance(a, core.StartHttp) and "idp" in a.url]
+    assert [a.url for a in metadata].count(IDP_RFC8414) == 1
+
+
+@pytest.mark.parametrize(
+    ("answers", "words"),
+    [
+        ([(200, {**IDP_METADATA, "issuer": "https://other.example.com"})], "not usable"),
+        ([(404, None), (404, None)], "no identity provider metadata was found"),
+    ],
+)
+def test_identity_provider_metadata_that_is_wrong_or_missing_refuses(
+    answers: list[tuple[int, Any]], words: str
+) -> None:
+    h = harness(BY_ISSUER)
+    waiter = to_the_id_jag(h)
+    for url, (status, body) in zip((IDP_RFC8414, IDP_OIDC), answers, strict=False):
+        h.respond(h.fetch(url), status, body)
+    cause = h.error(waiter).cause
+    assert isinstance(cause, core.AuthorizationFailed) and words in cause.detail
+    assert not [a for a in h.history if isinstance(a, core.StartHttp) and a.url == IDP_TOKEN]
+
+
+def test_identity_provider_metadata_that_fails_for_now_is_retried() -> None:
+    h = harness(BY_ISSUER)
+    waiter = to_the_id_token(h, fail_fast=True)
+    h.feed(core.AssertionSigned(now=h.now, assertion=ID_TOKEN))
+    h.respond(h.fetch(IDP_RFC8414), 503, b"")
+    h.respond(h.fetch(IDP_OIDC), 404, b"")
+    cause = h.error(waiter).cause
+    assert isinstance(cause, core.AuthorizationUnavailable)
+    assert cause.step == "identity provider metadata"
+
+
 # --- configuration ---------------------------------------------------------------------------
 
 
@@ -372,7 +432,18 @@ def without(key: str) -> dict[str, Any]:
             {"grant": "jwt_bearer", "assertion_file": "/a", "idp_client_id": "i"},
             "oauth['idp_client_id'] is set but the grant is not 'enterprise'",
         ),
-        (without("idp_token_endpoint"), "oauth['idp_token_endpoint'] is not set"),
+        (
+            without("idp_token_endpoint"),
+            "with neither oauth['idp_token_endpoint'] and oauth['idp_issuer']",
+        ),
+        (
+            {**OAUTH, "idp_issuer": "https://idp.example.com"},
+            "with both oauth['idp_token_endpoint'] and oauth['idp_issuer']",
+        ),
+        (
+            without("idp_token_endpoint") | {"idp_issuer": "idp.example.com"},
+            "oauth['idp_issuer'] is not an http(s) URL",
+        ),
         (without("idp_client_id"), "oauth['idp_client_id'] is not set"),
         (without("client_secret") | {"client_id": None}, "oauth['client_id'] is not set"),
         ({**OAUTH, "idp_token_endpoint": "ftp://idp/token"}, "is not an http(s) URL"),
