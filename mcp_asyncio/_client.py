@@ -172,7 +172,9 @@ class Client:
         ``oauth={"grant": "jwt_bearer"}`` (workload identity, SEP-1933) the platform's JWT comes
         from the spec's ``oauth.assertion_file`` or from ``assertion=`` (see
         ``AssertionCallback``); neither or both raises ``InvalidSpec``, as ``assertion=`` for
-        another grant does.
+        another grant does. With ``oauth={"grant": "enterprise"}`` (enterprise-managed
+        authorization, SEP-990) the user's ID token comes the same way, from
+        ``oauth.id_token_file`` or ``assertion=`` (docs/oauth.md).
         ``interactive=False``: no browser step at all, a flow that needs one fails with
         ``AuthorizationRequired``. Leave room for the user in ``init_timeout``: ``async with
         Client(...)`` waits that long for readiness.
