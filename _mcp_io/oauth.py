@@ -26,7 +26,8 @@ not about threads or tasks:
   ``key_id``, else the key's RFC 7638 JWK thumbprint.
 - ``obtain_assertion``: ``ObtainAssertion``, the workload's platform-issued JWT for the
   ``jwt_bearer`` grant (SEP-1933), read afresh from the spec's ``assertion_file`` each time
-  (platforms rotate it); ``assertion_answer``/``assertion_failed`` turn what the
+  (platforms rotate it), or the user's ID token for the ``enterprise`` grant (SEP-990) from
+  ``id_token_file``; ``assertion_answer``/``assertion_failed`` turn what the
   ``assertion=`` callback gave (the driver calls it) into the machine's event;
   ``check_assertion_source`` refuses a client with no source, or two, for the JWT.
 
@@ -450,39 +451,48 @@ def sign_assertion(
     return AssertionSigned(now=clock(), assertion=assertion)
 
 
-# A platform's JWT is a few KiB at most; a larger file is not one.
+# A platform's JWT (or a user's ID token) is a few KiB at most; a larger file is not one.
 _MAX_ASSERTION_BYTES = 64 * 1024
+# Where each grant that asks for a JWT (ObtainAssertion) finds it in the spec, and what it is
+# called in a reason: workload identity's platform JWT (SEP-1933), enterprise-managed
+# authorization's ID token from the enterprise sign-on (SEP-990).
+_SOURCES = {
+    "jwt_bearer": ("assertion_file", "assertion"),
+    "enterprise": ("id_token_file", "ID token"),
+}
 
 
 def obtain_assertion(
     action: ObtainAssertion, spec: Spec, clock: Clock
 ) -> AssertionSigned | AuthorizationAbandoned:
     """``ObtainAssertion``: the JWT in the spec's ``assertion_file`` (a Kubernetes projected
-    service account token, a SPIFFE JWT-SVID, ...), read now, its surrounding whitespace
-    removed; passed on as it is (the authorization server checks it). A file that cannot be
-    read, is empty, too large or not text abandons the step with a reason that names the
-    file, never what it holds."""
+    service account token, a SPIFFE JWT-SVID, ...), or for the ``enterprise`` grant the user's
+    ID token in ``id_token_file`` (the enterprise sign-on keeps it fresh), read now, its
+    surrounding whitespace removed; passed on as it is (the authorization server, or the
+    identity provider, checks it). A file that cannot be read, is empty, too large or not
+    text abandons the step with a reason that names the file, never what it holds."""
     del action  # for whom it is: the platform set that when it issued the file
 
     def abandoned(reason: str) -> AuthorizationAbandoned:
         return AuthorizationAbandoned(now=clock(), reason=reason)
 
-    path = spec.oauth.get("assertion_file")
+    key, what = _SOURCES.get(str(spec.oauth.get("grant")), _SOURCES["jwt_bearer"])
+    path = spec.oauth.get(key)
     if path is None:  # the machine asks only when the spec has one
-        return abandoned("no oauth assertion_file is configured")
+        return abandoned(f"no oauth {key} is configured")
     try:
         with open(path, "rb") as file:
             data = file.read(_MAX_ASSERTION_BYTES + 1)
     except OSError as exc:
-        return abandoned(f"the assertion file {path} cannot be read ({os_message(exc)})")
+        return abandoned(f"the {what} file {path} cannot be read ({os_message(exc)})")
     if len(data) > _MAX_ASSERTION_BYTES:
-        return abandoned(f"the assertion file {path} is over {_MAX_ASSERTION_BYTES} bytes")
+        return abandoned(f"the {what} file {path} is over {_MAX_ASSERTION_BYTES} bytes")
     try:
         assertion = data.decode("ascii").strip()
     except UnicodeDecodeError:
-        return abandoned(f"the assertion file {path} does not hold a JWT (not ASCII text)")
+        return abandoned(f"the {what} file {path} does not hold a JWT (not ASCII text)")
     if not assertion:
-        return abandoned(f"the assertion file {path} is empty")
+        return abandoned(f"the {what} file {path} is empty")
     return AssertionSigned(now=clock(), assertion=assertion)
 
 
@@ -507,19 +517,26 @@ def assertion_failed(exc: Exception, clock: Clock) -> AuthorizationAbandoned:
 
 def check_assertion_source(spec: Spec, callback: object) -> None:
     """``InvalidSpec`` unless the ``jwt_bearer`` grant has exactly one source for the JWT (the
-    spec's ``assertion_file`` or the ``assertion=`` callback) and the callback is given only
-    for that grant."""
-    jwt_bearer = spec.oauth_enabled and spec.oauth.get("grant") == "jwt_bearer"
-    has_file = spec.oauth.get("assertion_file") is not None
+    spec's ``assertion_file`` or the ``assertion=`` callback), the ``enterprise`` grant exactly
+    one for the user's ID token (``id_token_file`` or ``assertion=``), and the callback is
+    given only for those grants."""
+    grant = str(spec.oauth.get("grant"))
+    asks = spec.oauth_enabled and grant in _SOURCES
+    key, what = _SOURCES.get(grant, _SOURCES["jwt_bearer"])
+    has_file = spec.oauth.get(key) is not None
     problem = None
-    if callback is not None and not jwt_bearer:
-        problem = "assertion= is given but the spec's oauth grant is not 'jwt_bearer'"
-    elif jwt_bearer and callback is None and not has_file:
+    if callback is not None and not asks:
         problem = (
-            "its oauth grant is 'jwt_bearer' with neither an oauth assertion_file nor an "
-            "assertion= callback to supply the workload's JWT"
+            "assertion= is given but the spec's oauth grant is neither 'jwt_bearer' nor "
+            "'enterprise'"
         )
-    elif jwt_bearer and callback is not None and has_file:
-        problem = "both oauth assertion_file and assertion= would supply the JWT: keep one"
+    elif asks and callback is None and not has_file:
+        supplies = "the workload's JWT" if grant == "jwt_bearer" else "the user's ID token"
+        problem = (
+            f"its oauth grant is {grant!r} with neither an oauth {key} nor an "
+            f"assertion= callback to supply {supplies}"
+        )
+    elif asks and callback is not None and has_file:
+        problem = f"both oauth {key} and assertion= would supply the {what}: keep one"
     if problem is not None:
         raise InvalidSpec(f"invalid spec for server {spec.name!r}: {problem}")

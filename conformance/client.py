@@ -46,7 +46,11 @@ does what the scenario asks:
 For ``auth/*`` scenarios the spec gets an ``oauth`` mapping from the context: a pre-registered
 ``client_id``/``client_secret``; ``grant: client_credentials`` for ``auth/client-credentials-*``
 (with ``private_key_pem`` written to a private temporary ``key_file``); ``grant: jwt_bearer``
-for ``auth/wif-*`` (the context's ``valid_jwt`` written to a private ``assertion_file``); else
+for ``auth/wif-*`` (the context's ``valid_jwt`` written to a private ``assertion_file``);
+``grant: enterprise`` for ``auth/enterprise-managed-authorization`` (the context's
+``idp_id_token`` written to a private ``id_token_file``, with its ``idp_token_endpoint`` and
+``idp_client_id``, and the authorization server's ``client_id``/``client_secret``; its
+``idp_issuer`` is not needed, the token endpoint being given); else
 a Client ID Metadata Document URL, as the official SDK's conformance client offers one. The
 browser step is ``headless_authorize``: it GETs the authorization URL without following the
 redirect and hands the ``Location`` (code, state, iss) back to the client (``authorize=``),
@@ -217,9 +221,9 @@ class SecretAudit(logging.Handler):
     record of our packages (DEBUG and up) is kept, and at the end searched, with the client's
     ``repr`` and ``status()``, for every secret the flow handled: tokens and the client secret
     (from the token store), codes and states (from the redirects), the context's client secret,
-    private key and workload JWT, the DPoP key and proofs. A hit prints ``LEAK_MARK`` on
-    stderr, which ``run.py`` fails the scenario for (even one whose client may exit with an
-    error)."""
+    private key, workload JWT and ID token (and an IdP client secret), the DPoP key and proofs.
+    A hit prints ``LEAK_MARK`` on stderr, which ``run.py`` fails the scenario for (even one
+    whose client may exit with an error)."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -238,7 +242,13 @@ class SecretAudit(logging.Handler):
             if record.dpop_key:  # the DPoP private key (RFC 9449), and any proof signed with it
                 private = json.loads(record.dpop_key)["d"]
                 self.secrets.update((record.dpop_key, private, DPOP_PROOF))
-        for name in ("client_secret", "private_key_pem", "valid_jwt"):
+        for name in (
+            "client_secret",
+            "private_key_pem",
+            "valid_jwt",
+            "idp_id_token",
+            "idp_client_secret",
+        ):
             if isinstance(context.get(name), str):
                 self.secrets.add(context[name])
 
@@ -268,6 +278,18 @@ def oauth_fields(scenario: str, context: Mapping[str, Any], key_dir: Path) -> di
         assertion_file.write_text(jwt)
         oauth["grant"] = "jwt_bearer"
         oauth["assertion_file"] = str(assertion_file)
+    id_token = context.get("idp_id_token")
+    if scenario == "auth/enterprise-managed-authorization" and isinstance(id_token, str):
+        # Enterprise-managed authorization (SEP-990): the user's ID token from the enterprise
+        # sign-on, kept in a private file; the IdP's token endpoint and client from the context.
+        id_token_file = key_dir / "id-token"
+        id_token_file.touch(mode=0o600)
+        id_token_file.write_text(id_token)
+        oauth["grant"] = "enterprise"
+        oauth["id_token_file"] = str(id_token_file)
+        for name in ("idp_token_endpoint", "idp_client_id", "idp_client_secret"):
+            if isinstance(context.get(name), str):
+                oauth[name] = context[name]
     for name in ("client_id", "client_secret"):
         if isinstance(context.get(name), str):
             oauth[name] = context[name]

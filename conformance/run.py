@@ -83,6 +83,9 @@ class Expectation:
     # True: an [extension] scenario of the suite that no set names (no version of its own);
     # run at this set's wire, never scored.
     extension: bool = False
+    # True: a scenario of an older revision that no set names (auth/2025-03-26-*); its "set"
+    # is that revision, the wire it runs at; never scored.
+    older: bool = False
     why: str = ""
     issue: int | None = None
     evidence: str = ""
@@ -183,6 +186,7 @@ def load_expectations(path: Path) -> tuple[str, list[Expectation]]:
                     checks=tuple(sorted(checks)),
                     scored=entry.get("scored", True),
                     extension=entry.get("extension", False),
+                    older=entry.get("older", False),
                     why=why,
                     issue=issue,
                     evidence=evidence,
@@ -261,9 +265,9 @@ def suite_lists(revision: str) -> tuple[list[str], list[str]]:
     return required, unscored
 
 
-def extension_scenarios() -> list[str]:
-    """The client scenarios the suite marks ``[extension]`` and no requirement set names
-    (``conformance list --client``), such as the Skills ones (``sep-2640-client-*``)."""
+def suite_catalogue() -> dict[str, tuple[str, ...]]:
+    """Every client scenario of the suite (``conformance list --client``) and its tags: the
+    revisions it is written for (``[2025-11-25,2026-07-28]``) or ``extension``."""
     proc = subprocess.run(
         [str(NODE), str(SUITE), "list", "--client"],
         capture_output=True,
@@ -273,34 +277,41 @@ def extension_scenarios() -> list[str]:
     )
     if proc.returncode != 0:
         raise SetupError(f"conformance list --client: {proc.stderr.strip()}")
-    return [
-        line.strip().removeprefix("- ").removesuffix("[extension]").strip()
-        for line in ANSI.sub("", proc.stdout).splitlines()
-        if line.startswith("  - ") and line.strip().endswith("[extension]")
-    ]
+    catalogue: dict[str, tuple[str, ...]] = {}
+    for line in ANSI.sub("", proc.stdout).splitlines():
+        found = re.fullmatch(r"  - (\S+) \[([^\]]*)\]", line.rstrip())
+        if found is not None:
+            catalogue[found[1]] = tuple(found[2].split(","))
+    if not catalogue:
+        raise SetupError("conformance list --client named no client scenario")
+    return catalogue
 
 
 def check_against_suite(expectations: list[Expectation]) -> None:
     """``SetupError`` unless each set's scored entries are exactly what the suite requires and
-    its unscored entries are scenarios the suite runs for that set without scoring, or
-    (``extension: true``) ``[extension]`` scenarios of the suite."""
+    its unscored entries are scenarios the suite runs for that set without scoring,
+    (``extension: true``) ``[extension]`` scenarios of the suite, or (``older: true``)
+    scenarios of an older revision that no set names, under that revision."""
     problems = []
-    extensions = extension_scenarios() if any(e.extension for e in expectations) else []
+    catalogue = suite_catalogue()
     for revision in sorted({e.revision for e in expectations}):
-        required, unscored = suite_lists(revision)
         ours = [e for e in expectations if e.revision == revision]
+        for e in ours:
+            tags = catalogue.get(e.scenario, ())
+            if e.older and (e.scored or tags != (revision,)):
+                problems.append(f"{revision}: {e.scenario} is not an unscored {revision} scenario")
+            if e.extension and (e.scored or tags != ("extension",)):
+                problems.append(f"{revision}: {e.scenario} is not an unscored [extension] scenario")
+        if all(e.older for e in ours):
+            continue  # no requirement set of its own
+        required, unscored = suite_lists(revision)
         scored = {e.scenario for e in ours if e.scored}
         for name in sorted(set(required) - scored):
             problems.append(f"{revision}: the suite requires {name}, which expected.json lacks")
         for name in sorted(scored - set(required)):
             problems.append(f"{revision}: {name} is not required by the suite (scored: false?)")
         for e in ours:
-            if e.extension:
-                if e.scored or e.scenario not in extensions:
-                    problems.append(
-                        f"{revision}: {e.scenario} is not an unscored [extension] scenario"
-                    )
-            elif not e.scored and e.scenario not in unscored:
+            if not (e.scored or e.extension or e.older) and e.scenario not in unscored:
                 problems.append(f"{revision}: the suite does not run {e.scenario} for this set")
     if problems:
         raise SetupError("expected.json does not match the suite:\n  " + "\n  ".join(problems))

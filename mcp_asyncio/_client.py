@@ -172,9 +172,12 @@ class Client:
         ``oauth={"grant": "jwt_bearer"}`` (workload identity, SEP-1933) the platform's JWT comes
         from the spec's ``oauth.assertion_file`` or from ``assertion=`` (see
         ``AssertionCallback``); neither or both raises ``InvalidSpec``, as ``assertion=`` for
-        another grant does. Tokens are DPoP-bound (RFC 9449) where the authorization server
-        offers it and PyJWT is installed (the spec's ``oauth.dpop``, ``"auto"`` by default;
-        ``true`` without PyJWT raises ``InvalidSpec``); the key is kept with the token.
+        another grant does. With ``oauth={"grant": "enterprise"}`` (enterprise-managed
+        authorization, SEP-990) the user's ID token comes the same way, from
+        ``oauth.id_token_file`` or ``assertion=`` (docs/oauth.md). Tokens are DPoP-bound
+        (RFC 9449) where the authorization server offers it and PyJWT is installed (the spec's
+        ``oauth.dpop``, ``"auto"`` by default; ``true`` without PyJWT raises ``InvalidSpec``);
+        the key is kept with the token.
         ``interactive=False``: no browser step at all, a flow that needs one fails with
         ``AuthorizationRequired``. Leave room for the user in ``init_timeout``: ``async with
         Client(...)`` waits that long for readiness.

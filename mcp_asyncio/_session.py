@@ -891,7 +891,10 @@ in place of an ``assertion_file``: called for each token request (the platform r
 JWT: fetch a current one, e.g. from a cloud metadata endpoint or a SPIFFE Workload API), it
 returns the JWT as a string. A plain function or a coroutine function, run in a task of the
 client (a plain one runs on the event loop: it must not block); an exception, or an answer
-that is not a non-empty string, ends the flow (the error names its class only)."""
+that is not a non-empty string, ends the flow (the error names its class only).
+With ``oauth={"grant": "enterprise"}`` (enterprise-managed authorization, SEP-990) it returns
+the user's current ID token from the enterprise sign-on instead, in place of an
+``id_token_file``, called for each exchange at the identity provider."""
 
 UpdateCallback = Callable[[str], object]
 """``subscribe(uri, on_update)``: called with the URI each time the server says that resource

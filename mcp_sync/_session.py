@@ -724,7 +724,10 @@ AssertionCallback = Callable[[], str]
 in place of an ``assertion_file``: called for each token request (the platform rotates the
 JWT: fetch a current one, e.g. from a cloud metadata endpoint or a SPIFFE Workload API), it
 returns the JWT as a string. It runs in the calling thread, briefly blocking it; an exception,
-or an answer that is not a non-empty string, ends the flow (the error names its class only)."""
+or an answer that is not a non-empty string, ends the flow (the error names its class only).
+With ``oauth={"grant": "enterprise"}`` (enterprise-managed authorization, SEP-990) it returns
+the user's current ID token from the enterprise sign-on instead, in place of an
+``id_token_file``, called for each exchange at the identity provider."""
 
 
 def _call_assertion(callback: AssertionCallback) -> Event:

@@ -146,6 +146,14 @@ ROWS: dict[str, list[str]] = {
         "tests/core/auth/test_authorization.py::test_a_failed_code_exchange_and_a_refused_initialized_post",
         "tests/cli/test_cli_oauth.py::test_status_shows_a_server_that_needs_a_login_with_the_command",
     ],
+    "enterprise-managed authorization (SEP-990): ID token, ID-JAG (RFC 8693), token": [
+        "tests/core/auth/test_enterprise.py::test_both_legs_then_a_bearer_token_with_no_browser_and_no_registration",
+        "tests/core/auth/test_enterprise.py::test_a_refusal_at_the_identity_provider_is_final_and_says_so",
+        "tests/core/auth/test_enterprise.py::test_a_refusal_at_the_authorization_server_is_final_and_says_so",
+        "tests/core/auth/test_enterprise.py::test_an_expired_token_runs_both_legs_again_once_for_all_waiting_requests",
+        "tests/drivers/test_enterprise.py::test_both_legs_from_an_id_token_file_read_afresh_and_nothing_leaks",
+        "tests/drivers/test_enterprise.py::test_a_refusal_at_either_leg_is_final_and_names_the_leg",
+    ],
 }
 
 

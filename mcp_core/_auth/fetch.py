@@ -26,7 +26,18 @@ _STEPS = {
     AuthPhase.REGISTERING: "registration",
     AuthPhase.EXCHANGING: "token",
     AuthPhase.REFRESHING: "refresh",
+    AuthPhase.EXCHANGING_IDENTITY: "identity provider token exchange",
+    AuthPhase.DISCOVERING_IDENTITY_PROVIDER: "identity provider metadata",
 }
+
+# Registration and token answers hold credentials (and the token exchange's request the ID
+# token, its answer the ID-JAG).
+_SECRET = (
+    AuthPhase.REGISTERING,
+    AuthPhase.EXCHANGING,
+    AuthPhase.REFRESHING,
+    AuthPhase.EXCHANGING_IDENTITY,
+)
 
 
 @dataclass(slots=True, eq=False)
@@ -48,7 +59,7 @@ class Fetch:
 
     @property
     def secret(self) -> bool:
-        return self.phase in (AuthPhase.REGISTERING, AuthPhase.EXCHANGING, AuthPhase.REFRESHING)
+        return self.phase in _SECRET
 
     def read(self, event: HttpResponseStarted | HttpBodyReceived) -> str | None:
         """Take the answer's head or a part of its body; what is wrong when it is too large."""

@@ -38,7 +38,8 @@ from .._vocabulary.errors import (
 from .._vocabulary.events import AuthorizationPrepared
 from .._vocabulary.phases import AuthPhase, AuthStep, auth_step
 from .._vocabulary.tokens import StoredAuthorization
-from .._vocabulary.urls import redact_url
+from .._vocabulary.urls import origin_of, redact_url
+from . import enterprise as enterprise
 from . import oauth as oauth
 from .dpop import Dpop, authorization, resume
 from .fetch import Fetch
@@ -89,9 +90,14 @@ class Flow:
         )
         self.phase = AuthPhase.UNAUTHORIZED
         self._jwt = settings.grant == "jwt_bearer"
+        self._enterprise = settings.grant == "enterprise"  # SEP-990: two legs per token
+        self._idp_endpoint: str | None = None  # found in the identity provider's metadata
+        self._id_token: str | None = None  # waiting for that metadata
         self._held = HeldRequests(inner, session, spec.init_timeout)
         self._fetches: dict[int, Fetch] = {}
         self._candidates: list[str] = []  # metadata URLs still to try, in order
+        self._legacy = False  # no protected resource metadata: a 2025-03-26 server
+        self._guessed = False  # ... and no server metadata: its default endpoints in use
         self._transient: AuthorizationUnavailable | None = None  # of a metadata URL skipped
         # Until when a Retry-After asked for quiet, and the failure that said so.
         self._asked_to_wait: tuple[float, AuthorizationUnavailable] | None = None
@@ -133,6 +139,7 @@ class Flow:
         hint = self._challenge.resource_metadata if self._challenge is not None else None
         self._candidates = list(oauth.protected_resource_metadata_urls(self._url, hint))
         self._transient = None
+        self._legacy = self._guessed = False
         self._move(AuthStep.DISCOVER)
         self._fetch_next()
 
@@ -144,13 +151,35 @@ class Flow:
             self._falter(self._transient)
             return
         if not self._candidates:
-            what = (
-                "protected resource"
-                if self.phase is AuthPhase.DISCOVERING_RESOURCE
-                else "authorization server"
-            )
-            raise AuthorizationFailed(None, f"no {what} metadata was found at any well-known URL")
+            if self.phase is AuthPhase.DISCOVERING_RESOURCE:
+                self._without_resource_metadata()
+            elif self._legacy and self.phase is AuthPhase.DISCOVERING_SERVER:
+                assert self._issuer is not None
+                self._server = oauth.default_endpoints(self._issuer)
+                self._guessed = True
+                self._identify(True)
+            else:
+                what = (
+                    "identity provider"
+                    if self.phase is AuthPhase.DISCOVERING_IDENTITY_PROVIDER
+                    else "authorization server"
+                )
+                raise AuthorizationFailed(
+                    None, f"no {what} metadata was found at any well-known URL"
+                )
+            return
         self._start(oauth.metadata_request(self._candidates.pop(0)))
+
+    def _without_resource_metadata(self) -> None:
+        """No protected resource metadata at any URL: a server of MCP 2025-03-26, which had
+        none. Its ``basic/authorization``, "Authorization Base URL": it "MUST be determined
+        from the MCP server URL by discarding any existing path component", and the
+        authorization server's metadata is looked for there (RFC 8414); with none there
+        either, the default endpoints ("Fallbacks for Servers without Metadata Discovery",
+        ``default_endpoints``). The official SDKs fall back the same way."""
+        self._legacy = True
+        self._resource_metadata = None
+        self._discover_server(origin_of(self._url))
 
     def _on_resource_metadata(self, status: int, body: bytes) -> None:
         if not 200 <= status < 300:
@@ -166,6 +195,10 @@ class Flow:
                 "this client does not use for this server: an issuer is https, and on this "
                 "machine only for a server on this machine",
             )
+        self._discover_server(issuer)
+
+    def _discover_server(self, issuer: str) -> None:
+        """RFC 8414 (or OpenID Connect Discovery): the authorization server's metadata."""
         if self._issuer is not None and issuer != self._issuer:
             # Credentials are bound to the issuer: a new one means registering again.
             self._client = None
@@ -196,6 +229,11 @@ class Flow:
         if self._jwt:
             self._obtain()
             return
+        if self._enterprise:
+            self._client = self._client or oauth.configured_client(server, settings)
+            if not (may_refresh and self._refresh_token is not None):
+                self._obtain()  # the user's ID token (SEP-990): pre-registered, never registers
+                return
         if self._client is None:
             self._client = oauth.configured_client(server, settings)
             if self._client is None and settings.grant == "client_credentials":
@@ -317,9 +355,13 @@ class Flow:
 
     def _request_token(self, assertion: str | None) -> None:
         """``client_credentials`` (RFC 6749 §4.4; SEP-1046), or ``jwt_bearer`` with the
-        platform's JWT (RFC 7523 §2.1; SEP-1933)."""
+        platform's JWT (RFC 7523 §2.1; SEP-1933); for ``enterprise`` the assertion is the
+        user's ID token, exchanged first (``_exchange_identity``)."""
         server, scope = self._server, self._settings.scope or self._scope
         assert server is not None
+        if self._enterprise:
+            self._exchange_identity(server, assertion or "")
+            return
         resource, cid = self._resource_value(), self._settings.client_id
         if self._jwt:
             request = oauth.jwt_bearer_token_request(server, assertion or "", resource, scope, cid)
@@ -328,6 +370,76 @@ class Flow:
             request = oauth.client_credentials_token_request(
                 server.token_endpoint, auth=auth, resource=resource, scope=scope
             )
+        self._move(AuthStep.EXCHANGE)
+        self._start(request)
+
+    def _exchange_identity(self, server: oauth.AuthorizationServerMetadata, id_token: str) -> None:
+        """Enterprise-managed authorization, leg 1 (SEP-990, RFC 8693): the ID token for an
+        ID-JAG at the identity provider, for this authorization server and resource, with the
+        scope when one is known (configured, else as the authorization code flow selects it:
+        the challenge's, else the resource's ``scopes_supported``). With ``idp_issuer`` instead
+        of an endpoint, the endpoint is found first in the identity provider's metadata, once
+        (RFC 8414, then OpenID Connect Discovery), the ID token waiting meanwhile."""
+        settings = self._settings
+        assert settings.idp_client_id is not None
+        endpoint = settings.idp_token_endpoint or self._idp_endpoint
+        if endpoint is None:
+            assert settings.idp_issuer is not None
+            self._id_token = id_token
+            self._candidates = list(oauth.authorization_server_metadata_urls(settings.idp_issuer))
+            self._transient = None
+            self._move(AuthStep.DISCOVER_IDENTITY_PROVIDER)
+            self._fetch_next()
+            return
+        wanted = self._challenge.scope if self._challenge is not None else None
+        metadata = self._resource_metadata
+        scope = settings.scope or oauth.select_scope(
+            challenge_scope=self._scope or wanted,
+            resource_scopes=metadata.scopes_supported if metadata is not None else None,
+            server_scopes=server.scopes_supported,
+            wants_refresh=False,
+        )
+        self._scope = scope
+        request = enterprise.token_exchange_request(
+            endpoint,
+            id_token=id_token,
+            audience=server.issuer,
+            resource=self._resource_value(),
+            scope=scope,
+            client_id=settings.idp_client_id,
+            client_secret=settings.idp_client_secret,
+        )
+        self._move(AuthStep.EXCHANGE_IDENTITY)
+        self._start(request)
+
+    def _on_idp_metadata(self, status: int, body: bytes) -> None:
+        """The identity provider's metadata (``idp_issuer``): its token endpoint, then leg 1."""
+        issuer, server, id_token = self._settings.idp_issuer, self._server, self._id_token
+        assert issuer is not None and server is not None and id_token is not None
+        if not 200 <= status < 300:
+            self._fetch_next()
+            return
+        try:
+            metadata = oauth.parse_authorization_server_metadata(body, issuer=issuer)
+        except AuthorizationFailed as refusal:
+            detail = f"the identity provider's metadata is not usable: {refusal.detail}"
+            raise AuthorizationFailed(refusal.error_code, detail) from None
+        self._idp_endpoint, self._id_token = metadata.token_endpoint, None
+        self._candidates = []
+        self._exchange_identity(server, id_token)
+
+    def _on_id_jag(self, status: int, body: bytes) -> None:
+        """Leg 2 (RFC 7523): the ID-JAG at the authorization server, as the configured client."""
+        id_jag = enterprise.parse_id_jag_response(status, body)
+        server = self._server
+        assert server is not None
+        request = enterprise.id_jag_token_request(
+            server,
+            auth=self._client_auth(None),
+            id_jag=id_jag,
+            resource=self._resource_value(),
+            scope=self._scope,
+        )
         self._move(AuthStep.EXCHANGE)
         self._start(request)
 
@@ -359,7 +471,9 @@ class Flow:
             answer = oauth.parse_token_response(status, body, requested_scope=self._scope)
         except UnreadableAnswer:
             raise
-        except AuthorizationFailed:
+        except AuthorizationFailed as refusal:
+            if not refreshing and self._enterprise:
+                raise enterprise.refused_by_server(refusal) from None
             if not refreshing:
                 raise
             # The refresh token is no good any more (RFC 6749 §5.2 invalid_grant, or the client
@@ -456,6 +570,7 @@ class Flow:
         self._candidates = []
         self._transient = None
         self._pending = self._prepared = None
+        self._id_token = None
 
     def _guard(self, step: Callable[..., None], *args: Any) -> None:
         """Run a step of the flow; an ``AuthorizationFailed`` it raises refuses the flow."""
@@ -504,4 +619,6 @@ ANSWERED: Mapping[AuthPhase, Callable[[Flow, int, bytes], None]] = {
     AuthPhase.REGISTERING: Flow._on_registered,
     AuthPhase.EXCHANGING: Flow._on_token,
     AuthPhase.REFRESHING: Flow._on_token,
+    AuthPhase.EXCHANGING_IDENTITY: Flow._on_id_jag,
+    AuthPhase.DISCOVERING_IDENTITY_PROVIDER: Flow._on_idp_metadata,
 }

@@ -19,9 +19,12 @@ adds:
   (pre-registered, Client ID Metadata Document, or RFC 7591 registration), then either the
   authorization code flow (PKCE S256, ``state``, RFC 8707 ``resource``, RFC 9207 ``iss``) with
   the driver's browser step, or ``client_credentials``, or ``jwt_bearer`` (SEP-1933, the
-  platform's JWT the driver supplies: ``ObtainAssertion``); step-up after 403 with the union of
-  scopes, at most ``MAX_AUTHORIZATIONS`` authorizations for any one request (past that, that
-  request fails with ``AuthorizationFailed``; the token in hand serves the rest);
+  platform's JWT the driver supplies: ``ObtainAssertion``), or ``enterprise`` (SEP-990: the
+  user's ID token, supplied the same way, exchanged at the identity provider for an ID-JAG,
+  RFC 8693, which the authorization server takes as an RFC 7523 grant; ``enterprise.py``);
+  step-up after 403 with the union of scopes, at most ``MAX_AUTHORIZATIONS`` authorizations
+  for any one request (past that, that request fails with ``AuthorizationFailed``; the token
+  in hand serves the rest);
 - the driver's part is I/O only: it performs the metadata, registration and token requests
   as ``StartHttp`` (their answers come back as HTTP events on streams this layer owns), binds
   the redirect listener and supplies random bytes (``PrepareAuthorization`` ->
@@ -71,7 +74,11 @@ from .metadata import UnreadableAnswer
 
 __all__ = ["MAX_AUTHORIZATIONS", "AuthEvent", "Authorization", "OAuthSettings"]
 
-_DISCOVERING = (AuthPhase.DISCOVERING_RESOURCE, AuthPhase.DISCOVERING_SERVER)
+_DISCOVERING = (
+    AuthPhase.DISCOVERING_RESOURCE,
+    AuthPhase.DISCOVERING_SERVER,
+    AuthPhase.DISCOVERING_IDENTITY_PROVIDER,
+)
 
 AuthEvent = (
     AuthorizationPrepared | AuthorizationRedirected | AuthorizationAbandoned | AssertionSigned
@@ -117,7 +124,9 @@ class Authorization(Flow):
             self._refuse_held()
         elif phase is not AuthPhase.AUTHORIZED:
             self._held.add(held)  # a token is on its way
-        elif self._server is not None and (self._refresh_token is not None or self._jwt):
+        elif self._server is not None and (
+            self._refresh_token is not None or self._jwt or self._enterprise
+        ):
             self._held.add(held)  # expired: refresh (or a fresh assertion) before sending
             if not self._waiting_out(held):
                 self._guard(self._refresh if self._refresh_token is not None else self._obtain)
@@ -233,6 +242,8 @@ class Authorization(Flow):
             if self.phase is AuthPhase.SIGNING:
                 what = "obtained" if self._jwt else "signed"
                 reason = f"the client assertion could not be {what}: {event.reason}"
+                if self._enterprise:
+                    reason = f"the user's ID token could not be obtained: {event.reason}"
                 self._refuse(AuthorizationFailed(None, reason))
             elif self.phase in (AuthPhase.PREPARING, AuthPhase.AUTHORIZING):
                 reason = f"the authorization step did not finish: {event.reason}"
@@ -346,6 +357,20 @@ class Authorization(Flow):
         if status in (408, 429) or status >= 500 or 300 <= status < 400:
             retry_after = parse_retry_after(find_header(fetch.headers, "retry-after"))
             self._fetch_failed(fetch, f"answered HTTP {status}", retry_after)
+            return
+        if status == 404 and self._guessed:
+            # An endpoint the client assumed (MCP 2025-03-26's defaults) is not there: the
+            # server most likely uses no OAuth at all, and asking again cannot help.
+            self._refuse(
+                AuthorizationFailed(
+                    None,
+                    f"the server answered 401 and publishes no OAuth metadata (RFC 9728, RFC "
+                    f"8414), and the default endpoint MCP 2025-03-26 assumes, "
+                    f"{redact_url(fetch.url)!r}, answered HTTP 404: the server may not use "
+                    "OAuth. Give it the credentials it expects (a header, for instance), or "
+                    "set oauth enabled to false",
+                )
+            )
             return
         try:
             ANSWERED[fetch.phase](self, status, bytes(fetch.body))

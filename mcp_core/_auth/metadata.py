@@ -417,6 +417,23 @@ class AuthorizationServerMetadata:
         return grant_type in (listed if listed is not None else ("authorization_code", "implicit"))
 
 
+def default_endpoints(base_url: str) -> AuthorizationServerMetadata:
+    """The endpoints of an authorization server that publishes no metadata, at the
+    authorization base URL ``base_url`` (an origin): MCP 2025-03-26 ``basic/authorization``,
+    "Fallbacks for Servers without Metadata Discovery": "clients MUST use the following
+    default endpoint paths relative to the authorization base URL": ``/authorize``,
+    ``/token``, ``/register``. PKCE S256 is assumed: "PKCE is REQUIRED for all clients" (same
+    page, "Implementation Requirements"), and "When using default paths, all other protocol
+    requirements remain unchanged"."""
+    return AuthorizationServerMetadata(
+        issuer=base_url,
+        token_endpoint=f"{base_url}/token",
+        authorization_endpoint=f"{base_url}/authorize",
+        registration_endpoint=f"{base_url}/register",
+        code_challenge_methods_supported=("S256",),
+    )
+
+
 def parse_protected_resource_metadata(body: bytes, *, server_url: str) -> ProtectedResourceMetadata:
     """Check an RFC 9728 protected resource metadata document for the server at
     ``server_url`` (MCP 2025-11-25 and 2026-07-28 ``basic/authorization``: "Authorization

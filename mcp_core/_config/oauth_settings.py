@@ -39,7 +39,12 @@ class OAuthSettings:
     ``authorization_code`` (a user in a browser), ``client_credentials`` (a machine client,
     with a secret or, when ``private_key`` is true, a key the driver signs assertions with) or
     ``jwt_bearer`` (workload identity, SEP-1933: the driver supplies the platform's JWT as an
-    RFC 7523 authorization grant; ``client_id`` is optional).
+    RFC 7523 authorization grant; ``client_id`` is optional) or ``enterprise``
+    (enterprise-managed authorization, SEP-990: the driver supplies the user's ID token, which
+    the identity provider at ``idp_token_endpoint`` (or found in ``idp_issuer``'s metadata)
+    exchanges for an ID-JAG, RFC 8693, as the
+    client ``idp_client_id``, with ``idp_client_secret`` if any; the ID-JAG is then an RFC
+    7523 grant at the authorization server, as the pre-registered ``client_id``).
     ``scope`` replaces the scope selection when given. ``interactive`` false: the browser step
     is not allowed here, a flow that needs it fails with ``AuthorizationRequired``.
     ``request_timeout`` bounds each request of the authorization layer (metadata, registration,
@@ -53,13 +58,20 @@ class OAuthSettings:
     client_id: str | None = None
     client_secret: str | None = None
     client_metadata_url: str | None = None
-    grant: Literal["authorization_code", "client_credentials", "jwt_bearer"] = "authorization_code"
+    grant: Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise"] = (
+        "authorization_code"
+    )
     private_key: bool = False
     scope: str | None = None
     client_name: str = "mcp-sansio-client"
     interactive: bool = True
     request_timeout: float = AUTH_REQUEST_TIMEOUT
     allow_insecure_http: bool = False
+    # grant "enterprise" (SEP-990): the identity provider's token endpoint and this client there.
+    idp_token_endpoint: str | None = None
+    idp_issuer: str | None = None  # to find idp_token_endpoint in its metadata (RFC 8414/OIDC)
+    idp_client_id: str | None = None
+    idp_client_secret: str | None = None
     dpop: Literal["off", "prefer", "require"] = "off"
 
     def __post_init__(self) -> None:
@@ -97,5 +109,9 @@ class OAuthSettings:
             interactive=interactive,
             request_timeout=float(oauth.get("timeout", AUTH_REQUEST_TIMEOUT)),
             allow_insecure_http=oauth.get("allow_insecure_http", False),
+            idp_token_endpoint=oauth.get("idp_token_endpoint"),
+            idp_issuer=oauth.get("idp_issuer"),
+            idp_client_id=oauth.get("idp_client_id"),
+            idp_client_secret=oauth.get("idp_client_secret"),
             dpop="require" if dpop is True else "prefer" if dpop_signer and dpop else "off",
         )

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from .._vocabulary.urls import REDACTED, redact_url
 from .client_info import redact_client_info
+from .enterprise import ENTERPRISE_KEYS
 
 __all__ = [
     "ENV_NAME",
@@ -38,6 +39,7 @@ OAUTH_KEYS = (
     "assertion_file",
     "timeout",
     "allow_insecure_http",
+    *ENTERPRISE_KEYS,
     "dpop",
 )
 OAUTH_TEXT = (
@@ -48,6 +50,7 @@ OAUTH_TEXT = (
     "key_file",
     "key_id",
     "assertion_file",
+    *ENTERPRISE_KEYS,
 )
 
 TIMEOUT_FIELDS = (
@@ -130,13 +133,15 @@ def _redact_names(value: object, pattern: re.Pattern[str]) -> object:
         for i, k in enumerate(value)
     }
 
+_SECRET_KEYS = ("client_secret", "idp_client_secret")
+
 
 def _redact_oauth(key: object, value: object) -> object:
     # The secret, and whatever sits under a key this client does not know (a misspelt
     # "client_secert" holds a secret just the same), are never shown.
     if value is None:
         return None
-    if key == "client_secret" or key not in OAUTH_KEYS or not _is_scalar(value):
+    if key in _SECRET_KEYS or key not in OAUTH_KEYS or not _is_scalar(value):
         return REDACTED
     return redact_url(value) if key == "client_metadata_url" and isinstance(value, str) else value
 

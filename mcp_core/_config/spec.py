@@ -26,6 +26,7 @@ from .._vocabulary.errors import InvalidSpec
 from .._vocabulary.status import SessionEra
 from .._vocabulary.urls import is_client_id_metadata_url
 from .client_info import client_info_problem
+from .enterprise import enterprise_problem
 from .extensions import check_extensions
 from .redaction import (
     ENV_NAME,
@@ -51,7 +52,7 @@ __all__ = [
 
 Concurrency = Literal["stateless", "pooled", "serialized"]
 Era = Literal["auto", SessionEra]  # "auto": probe, then the era the server speaks
-OAuthGrant = Literal["authorization_code", "client_credentials", "jwt_bearer"]
+OAuthGrant = Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise"]
 
 
 class GroupSpecFields(TypedDict, total=False):
@@ -123,13 +124,18 @@ class Spec:
     ``client_credentials``; ``key_id``, the ``kid`` its assertions name, defaults to the key's
     RFC 7638 thumbprint), ``assertion_file`` (for ``grant: jwt_bearer``, workload identity,
     SEP-1933: the file the platform keeps its JWT for this workload in, read afresh for each
-    token request, RFC 7523 §2.1), ``timeout`` (seconds each request of the authorization layer may
-    take, 10 by default, never past the connect attempt's ``init_timeout``),
-    ``allow_insecure_http`` (send a bearer token to a plain ``http://`` server that is not on
-    this machine: refused unless true, RFC 6750 §5.3), ``dpop`` (``"auto"``, the default: bind
-    tokens to a key of the client's, RFC 9449 DPoP, where the authorization server supports
-    it and the driver can sign; true: require it; false: never) and ``enabled``: OAuth runs for
-    every URL server without an ``Authorization`` header unless ``enabled`` is false, in which case
+    token request, RFC 7523 §2.1), the keys of ``grant: enterprise`` (enterprise-managed
+    authorization, SEP-990: ``id_token_file``, the user's ID token from the enterprise
+    single sign-on, read afresh for each exchange; ``idp_token_endpoint`` or ``idp_issuer``,
+    ``idp_client_id`` and ``idp_client_secret`` at the identity provider; ``client_id`` and
+    ``client_secret`` at the MCP authorization server; see ``_config/enterprise.py``),
+    ``timeout`` (seconds each request of the authorization layer may take, 10 by default,
+    never past the connect attempt's ``init_timeout``), ``allow_insecure_http`` (send a
+    bearer token to a plain ``http://`` server that is not on this machine: refused unless
+    true, RFC 6750 §5.3), ``dpop`` (``"auto"``, the default: bind tokens to a key of the
+    client's, RFC 9449 DPoP, where the authorization server supports it and the driver can
+    sign; true: require it; false: never) and ``enabled``: OAuth runs for every
+    URL server without an ``Authorization`` header unless ``enabled`` is false, in which case
     a 401 is a permanent connect failure. ``client_secret`` is redacted wherever a spec is
     shown.
 
@@ -680,6 +686,9 @@ def _check_oauth(value: object, http: bool, headers: Mapping[str, str]) -> Mappi
             "key_id names the key of key_file in the assertions it signs",
         )
     _check_jwt_bearer(value, grant)
+    problem = enterprise_problem(value, grant)
+    if problem is not None:
+        raise _Problem(*problem)
     dpop = value.get("dpop", "auto")
     if dpop != "auto" and type(dpop) is not bool:
         raise _Problem(

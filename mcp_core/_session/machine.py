@@ -57,6 +57,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
+from .._config.enterprise import declared_extensions
 from .._config.oauth_settings import OAuthSettings
 from .._config.spec import Spec
 from .._transport.connection import DISCOVER, INITIALIZE, Connection, SseTransport, Transport, Work
@@ -191,8 +192,9 @@ class SessionMachine:
         self.now = 0.0
         self._phase = SessionPhase.NEW
         self._out: list[Action] = []
+        extensions = declared_extensions(spec.extensions, spec.oauth, spec.oauth_enabled)
         self._capabilities = client_capabilities(
-            self.handlers, modes, sampling_tools, spec.extensions, accept_tasks
+            self.handlers, modes, sampling_tools, extensions, accept_tasks
         )
         tasks = ClientTasks(self.handlers, accept_tasks, self)  # ValueError: no handler for it
         self._asks = ServerRequests(self.handlers, modes, self._out, sampling_tools, tasks=tasks)

@@ -274,6 +274,10 @@ class AuthPhase(enum.Enum):
     SIGNING = "signing a client assertion"  # SignAssertion (or ObtainAssertion) sent
     EXCHANGING = "exchanging"  # a token request is in flight
     REFRESHING = "refreshing"  # a refresh token request is in flight
+    # Enterprise-managed authorization (SEP-990): the ID token exchanged at the identity
+    # provider for an ID-JAG (RFC 8693), before the ID-JAG is exchanged for a token.
+    EXCHANGING_IDENTITY = "exchanging the ID token at the identity provider"
+    DISCOVERING_IDENTITY_PROVIDER = "discovering the identity provider"  # its RFC 8414 / OIDC
     REFUSED = "refused"  # no token can be had: every request fails with the reason
 
 
@@ -290,6 +294,8 @@ class AuthStep(enum.Enum):
     SIGN = "SignAssertion sent"
     EXCHANGE = "token request sent"
     REFRESH = "refresh token request sent"
+    EXCHANGE_IDENTITY = "token exchange sent to the identity provider"
+    DISCOVER_IDENTITY_PROVIDER = "identity provider metadata asked for"
     TOKEN = "token received (or one in hand: stored, or kept after a failure)"
     FALTER = "failed for now (no answer in time, HTTP 429/5xx, unreadable): retried later"
     REFUSE = "refused"
@@ -304,6 +310,8 @@ _FETCHING = (
     AuthPhase.REGISTERING,
     AuthPhase.EXCHANGING,
     AuthPhase.REFRESHING,
+    AuthPhase.EXCHANGING_IDENTITY,
+    AuthPhase.DISCOVERING_IDENTITY_PROVIDER,
 )
 # From where a client identity is in hand, the grant begins.
 _GRANTS = {
@@ -329,6 +337,16 @@ AUTH_TABLE: Mapping[tuple[AuthPhase, AuthStep], AuthPhase] = {
     (AuthPhase.PREPARING, AuthStep.AUTHORIZE): AuthPhase.AUTHORIZING,
     (AuthPhase.AUTHORIZING, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,
     (AuthPhase.SIGNING, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,
+    # Enterprise-managed authorization: the ID token (SIGNING) for an ID-JAG, then a token.
+    (AuthPhase.SIGNING, AuthStep.EXCHANGE_IDENTITY): AuthPhase.EXCHANGING_IDENTITY,
+    (AuthPhase.EXCHANGING_IDENTITY, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,
+    # ... its token endpoint found first in the identity provider's metadata (idp_issuer).
+    (AuthPhase.SIGNING, AuthStep.DISCOVER_IDENTITY_PROVIDER): (
+        AuthPhase.DISCOVERING_IDENTITY_PROVIDER
+    ),
+    (AuthPhase.DISCOVERING_IDENTITY_PROVIDER, AuthStep.EXCHANGE_IDENTITY): (
+        AuthPhase.EXCHANGING_IDENTITY
+    ),
     (AuthPhase.EXCHANGING, AuthStep.TOKEN): AuthPhase.AUTHORIZED,
     (AuthPhase.REFRESHING, AuthStep.TOKEN): AuthPhase.AUTHORIZED,
     (AuthPhase.UNAUTHORIZED, AuthStep.TOKEN): AuthPhase.AUTHORIZED,  # stored, or kept

@@ -137,12 +137,14 @@ async def test_a_401_without_oauth_metadata_fails_the_call_with_authorization_fa
 ) -> None:
     # OAuth is on by default for a url server without an Authorization header: the 401 starts
     # discovery, which finds no metadata here (tests/drivers/test_oauth_drivers.py has a
-    # server that has some).
+    # server that has some), then MCP 2025-03-26's default endpoints, which are not there.
     with HttpFaultServer() as server:
         async with client(driver, server.url) as c:
             server.set_fault("unauthorized", method="tools/call")
-            with pytest.raises(core.AuthorizationFailed, match="no protected resource metadata"):
+            with pytest.raises(core.AuthorizationFailed, match="publishes no OAuth metadata"):
                 await c.call_tool("echo", {"text": "x"})
+            registrations = [r for r in server.requests if r.path == "/register"]
+            assert len(registrations) == 1  # refused for good: not asked again
 
 
 @pytest.mark.parametrize("fault", ["server_error", "rate_limited", "disconnect"])

@@ -49,13 +49,18 @@ class Block:
         return f"{self.page}:{self.line}"
 
 
-def blocks(page: Path) -> list[Block]:
-    """Every python block of ``page`` in order; AssertionError for one without a marker."""
+def blocks(page: Path, section: str | None = None) -> list[Block]:
+    """Every python block of ``page`` in order; AssertionError for one without a marker.
+    ``section``: only the blocks under the ``## `` heading of that title (to the next one),
+    for a page whose sections are tested one by one."""
     found: list[Block] = []
     lines = page.read_text(encoding="utf-8").splitlines()
     shown = str(page.relative_to(REPO_ROOT))
-    i = 0
-    while i < len(lines):
+    i, end_at = 0, len(lines)
+    if section is not None:
+        i = lines.index(f"## {section}")
+        end_at = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("## ")), end_at)
+    while i < end_at:
         fence = _FENCE.match(lines[i])
         if not fence:
             i += 1

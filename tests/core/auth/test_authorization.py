@@ -413,9 +413,10 @@ def test_a_discovery_that_fails_refuses_with_a_reason(failure: str) -> None:
     waiter = h.await_ready()
     h.respond(h.request("initialize"), 401, headers=CHALLENGE)
     prm = h.fetch(PRM_URL)
-    if failure == "none found":
-        h.respond(prm, 404)
-        h.respond(h.fetch("https://mcp.example.com/.well-known/oauth-protected-resource"), 404)
+    if failure == "none found":  # the resource names its server, which has no metadata
+        h.respond(prm, 200, PRM)
+        h.respond(h.fetch(AS_URL), 404)
+        h.respond(h.fetch(f"{ISSUER}/.well-known/openid-configuration"), 404)
     else:
         h.respond(prm, 200, {**PRM, "resource": "https://other.example.com/mcp"})
     error = h.error(waiter)

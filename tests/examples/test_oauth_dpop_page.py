@@ -1,6 +1,6 @@
-"""docs/oauth.md: its DPoP blocks run against a strict DPoP server on 127.0.0.1
+"""docs/oauth.md, "DPoP": its blocks run against a strict DPoP server on 127.0.0.1
 (tests/servers/http_dpop_server.py, nonces demanded by both sides), which checks every proof
-they send; what they print is checked, and every block of the page passes ``mypy --strict``."""
+they send; what they print is checked, and they pass ``mypy --strict``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tests.examples.doc_blocks import Block, blocks, mypy_strict, run_block
 from tests.servers.http_dpop_server import DpopServer
 
 PAGE = REPO_ROOT / "docs" / "oauth.md"
+SECTION = "DPoP"
 URL = "https://ledger.example.com/mcp"
 CLIENT = {"svc": {"client_secret": "s3cret"}}
 
@@ -21,12 +22,12 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def block(name: str) -> Block:
-    (found,) = [b for b in blocks(PAGE) if b.name == name]
+    (found,) = [b for b in blocks(PAGE, SECTION) if b.name == name]
     return found
 
 
 def test_the_dpop_blocks_are_run() -> None:
-    assert [b.name for b in blocks(PAGE) if b.kind == "run"] == ["dpop-blocking", "dpop-asyncio"]
+    assert [b.name for b in blocks(PAGE, SECTION)] == ["dpop-blocking", "dpop-asyncio"]
 
 
 def test_the_blocking_block_binds_its_token_and_keeps_the_key(tmp_path: Path) -> None:
@@ -50,4 +51,4 @@ def test_the_asyncio_block_uses_dpop_where_offered(tmp_path: Path) -> None:
 
 
 def test_mypy_strict(tmp_path: Path) -> None:
-    mypy_strict([b for b in blocks(PAGE) if b.kind != "other"], tmp_path)
+    mypy_strict(blocks(PAGE, SECTION), tmp_path)
