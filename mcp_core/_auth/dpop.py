@@ -34,6 +34,7 @@ from .._vocabulary.errors import AuthorizationFailed
 from .._vocabulary.phases import AuthPhase
 from .._vocabulary.tokens import StoredAuthorization
 from .._vocabulary.urls import redact_url
+from .._wire.json import loads
 from .metadata import AuthorizationServerMetadata, OAuthRequest, parse_www_authenticate
 
 __all__ = [
@@ -78,7 +79,13 @@ def _nonce(headers: Sequence[tuple[str, str]]) -> str | None:
 
 def is_nonce_error(status: int, body: bytes) -> bool:
     """Whether a token endpoint answer is RFC 9449 §8's 400 ``{"error": "use_dpop_nonce"}``."""
-    return status == 400 and b"use_dpop_nonce" in body and b'"error"' in body
+    if status != 400 or b"use_dpop_nonce" not in body:
+        return False
+    try:
+        document = loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(document, dict) and document.get("error") == "use_dpop_nonce"
 
 
 def _nonce_challenge(headers: Sequence[tuple[str, str]]) -> bool:

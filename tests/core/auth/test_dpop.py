@@ -336,6 +336,9 @@ def test_nonce_errors() -> None:
     assert dpop.is_nonce_error(400, json.dumps(AS_NONCE).encode())
     assert not dpop.is_nonce_error(401, json.dumps(AS_NONCE).encode())
     assert not dpop.is_nonce_error(400, b'{"error": "invalid_grant"}')
+    assert not dpop.is_nonce_error(400, b'{"error_description": "use_dpop_nonce"}')
+    assert not dpop.is_nonce_error(400, b'["use_dpop_nonce"]')
+    assert not dpop.is_nonce_error(400, b"use_dpop_nonce, not JSON")
 
 
 def test_a_dpop_challenge_gives_the_resource_metadata_as_a_bearer_one() -> None:
