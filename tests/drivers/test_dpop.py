@@ -52,6 +52,10 @@ async def test_a_dpop_login_with_nonces_proofs_on_every_request_and_no_leak(
             assert (await c.call_tool("echo", {"text": "three"})).text == "three"
             shown += [repr(c.aio or c.sync), repr(c.status()), str(c.status())]
         assert server.proof_errors == []
+        # Every kind of MCP request went with a proof the server accepted: POSTs, the GET
+        # stream, the DELETE that ended the session.
+        proved = {r.method for r in server.requests if any(n == "dpop" for n, _ in r.headers)}
+        assert proved == {"POST", "GET", "DELETE"}
         log = server.oauth_log
         assert flows(server) == [
             "register",
