@@ -26,7 +26,19 @@ _STEPS = {
     AuthPhase.REGISTERING: "registration",
     AuthPhase.EXCHANGING: "token",
     AuthPhase.REFRESHING: "refresh",
+    AuthPhase.DEVICE_AUTHORIZING: "device authorization",  # RFC 8628 §3.1
+    AuthPhase.POLLING: "token",  # RFC 8628 §3.4
 }
+
+
+# The requests whose answers hold credentials (a client secret, a token, a device code).
+_SECRET = (
+    AuthPhase.REGISTERING,
+    AuthPhase.EXCHANGING,
+    AuthPhase.REFRESHING,
+    AuthPhase.DEVICE_AUTHORIZING,
+    AuthPhase.POLLING,
+)
 
 
 @dataclass(slots=True, eq=False)
@@ -48,7 +60,7 @@ class Fetch:
 
     @property
     def secret(self) -> bool:
-        return self.phase in (AuthPhase.REGISTERING, AuthPhase.EXCHANGING, AuthPhase.REFRESHING)
+        return self.phase in _SECRET
 
     def read(self, event: HttpResponseStarted | HttpBodyReceived) -> str | None:
         """Take the answer's head or a part of its body; what is wrong when it is too large."""
