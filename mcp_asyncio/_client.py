@@ -66,6 +66,7 @@ from ._session import (
     AssertionCallback,
     AuthorizeCallback,
     CompletionCallback,
+    DeviceCodeCallback,
     Handler,
     ListChangedCallback,
     Session,
@@ -80,6 +81,7 @@ __all__ = [
     "AuthorizeCallback",
     "Client",
     "CompletionCallback",
+    "DeviceCodeCallback",
     "Handler",
     "ListChangedCallback",
     "ProgressCallback",
@@ -131,6 +133,7 @@ class Client:
         on_list_changed: ListChangedCallback | None = None,
         authorize: AuthorizeCallback | None = None,
         assertion: AssertionCallback | None = None,
+        on_device_code: DeviceCodeCallback | None = None,
         token_store: TokenStore | None = None,
         interactive: bool = True,
         ssl_context: ssl.SSLContext | None = None,
@@ -172,7 +175,9 @@ class Client:
         ``oauth={"grant": "jwt_bearer"}`` (workload identity, SEP-1933) the platform's JWT comes
         from the spec's ``oauth.assertion_file`` or from ``assertion=`` (see
         ``AssertionCallback``); neither or both raises ``InvalidSpec``, as ``assertion=`` for
-        another grant does.
+        another grant does. With ``oauth={"grant": "device_code", ...}`` (RFC 8628) the user
+        approves on another device: ``on_device_code=`` shows them the code (see
+        ``DeviceCodeCallback``; by default it goes to stderr) while the client polls.
         ``interactive=False``: no browser step at all, a flow that needs one fails with
         ``AuthorizationRequired``. Leave room for the user in ``init_timeout``: ``async with
         Client(...)`` waits that long for readiness.
@@ -211,6 +216,7 @@ class Client:
             elicitation_complete=elicitation_complete,
             authorize=authorize,
             assertion=assertion,
+            on_device_code=on_device_code,
             token_store=token_store,
             interactive=interactive,
             on_list_changed=on_list_changed,
