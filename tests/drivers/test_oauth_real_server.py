@@ -39,7 +39,7 @@ import pytest
 
 import mcp_core as core
 import mcp_core._auth.oauth
-from mcp_core._auth.layer import _EXPIRY_MARGIN, MAX_AUTHORIZATIONS
+from mcp_core._auth.flow import _EXPIRY_MARGIN, MAX_AUTHORIZATIONS
 from mcp_core.driver import token_store_key
 from tests.drivers.facade import Facade
 from tests.drivers.test_oauth_drivers import follow
