@@ -68,6 +68,7 @@ ACTIONS = [
     "ResourceUpdated",
     "Reply",
     "SettleReservation",
+    "ShowDeviceCode",
     "SignalProcess",
     "Spawn",
     "StartHttp",
