@@ -6,6 +6,7 @@ waits until it is ready, and stops it (no process left behind) when the block en
 
 from __future__ import annotations
 
+from _mcp_io.device import DeviceCode
 from _mcp_io.tokens import FileTokenStore, TokenStoreError
 
 from ._client import (
@@ -13,6 +14,7 @@ from ._client import (
     AuthorizeCallback,
     Client,
     CompletionCallback,
+    DeviceCodeCallback,
     Handler,
     ListChangedCallback,
     ProgressCallback,
@@ -28,6 +30,8 @@ __all__ = [
     "ClientGroup",
     "ClientOptions",
     "CompletionCallback",
+    "DeviceCode",
+    "DeviceCodeCallback",
     "FileTokenStore",
     "Handler",
     "ListChangedCallback",

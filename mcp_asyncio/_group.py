@@ -63,6 +63,7 @@ from ._client import (
     AuthorizeCallback,
     Client,
     CompletionCallback,
+    DeviceCodeCallback,
     Handler,
     ListChangedCallback,
 )
@@ -100,6 +101,7 @@ class ClientOptions(GroupSpecFields, total=False):
     on_list_changed: ListChangedCallback | None
     authorize: AuthorizeCallback | None
     assertion: AssertionCallback | None
+    on_device_code: DeviceCodeCallback | None
     token_store: TokenStore | None
     interactive: bool
     ssl_context: ssl.SSLContext | None

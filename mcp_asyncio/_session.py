@@ -74,6 +74,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from _mcp_io.client import ProgressCallback, Reservations, report, settle
+from _mcp_io.device import DeviceCode, device_code_failed, device_code_of, show_on_stderr
 from _mcp_io.fork import Origin as ProcessOrigin
 from _mcp_io.oauth import (
     BrowserStep,
@@ -108,6 +109,7 @@ from mcp_core import (
     ServerRequestAnswered,
     SessionMachine,
     SettleReservation,
+    ShowDeviceCode,
     SignalProcess,
     SignAssertion,
     Spawn,
@@ -132,6 +134,7 @@ __all__ = [
     "AssertionCallback",
     "AuthorizeCallback",
     "CompletionCallback",
+    "DeviceCodeCallback",
     "Handler",
     "ListChangedCallback",
     "Session",
@@ -283,6 +286,7 @@ class Session:
         elicitation_complete: CompletionCallback | None,
         authorize: AuthorizeCallback | None,
         assertion: AssertionCallback | None,
+        on_device_code: DeviceCodeCallback | None,
         token_store: TokenStore | None,
         interactive: bool,
         on_list_changed: ListChangedCallback | None,
@@ -295,6 +299,7 @@ class Session:
         self._handlers = handlers
         check_assertion_source(spec, assertion)  # InvalidSpec: no source for the JWT, or two
         self._assertion = assertion
+        self._on_device_code = on_device_code
         self._tokens = TokenKeeper(token_store, _now, _log)
         self.machine = SessionMachine(
             spec,
@@ -719,6 +724,9 @@ class Session:
                 else:
                     obtain = functools.partial(obtain_assertion, action, self._spec, _now)
                     self._tasks.start_soon(self._feed_result, obtain, True)
+            case ShowDeviceCode():
+                assert self._tasks is not None
+                self._tasks.start_soon(self._show_device_code, action)
             case SaveAuthorization():
                 # In order, here: a store keeps a record in memory or writes one small file.
                 self._tokens.take(action)()
@@ -761,6 +769,21 @@ class Session:
             self.feed(assertion_failed(exc, _now))
         else:
             self.feed(assertion_answer(answer, _now))
+
+    async def _show_device_code(self, action: ShowDeviceCode) -> None:
+        """``ShowDeviceCode``: the ``on_device_code=`` callback (plain or async), else the
+        instructions on stderr; a callback that raises ends the login."""
+        code = device_code_of(action, self._spec.name)
+        callback = self._on_device_code
+        try:
+            if callback is None:
+                show_on_stderr(code)
+            else:
+                shown = callback(code)
+                if inspect.isawaitable(shown):
+                    await shown
+        except Exception as exc:
+            self.feed(device_code_failed(exc, _now))
 
     async def _completed(self, elicitation_id: str) -> None:
         """Tell the application a URL elicitation is complete; without a callback, log it."""
@@ -895,6 +918,14 @@ that is not a non-empty string, ends the flow (the error names its class only).
 With ``oauth={"grant": "enterprise"}`` (enterprise-managed authorization, SEP-990) it returns
 the user's current ID token from the enterprise sign-on instead, in place of an
 ``id_token_file``, called for each exchange at the identity provider."""
+
+DeviceCodeCallback = Callable[[DeviceCode], object | Awaitable[object]]
+"""``on_device_code=``: shows the user how to approve a device login (``oauth={"grant":
+"device_code", ...}``, RFC 8628): it gets a ``DeviceCode`` (``user_code``,
+``verification_uri``, ``verification_uri_complete``, ``expires_in``, ``server``) and returns
+at once (plain or async); the client polls the authorization server meanwhile and goes on by
+itself once the user approved. Without it the instructions go to stderr. An exception ends the
+login (``AuthorizationRequired``, naming its class only). Keep the user code out of logs."""
 
 UpdateCallback = Callable[[str], object]
 """``subscribe(uri, on_update)``: called with the URI each time the server says that resource

@@ -212,9 +212,9 @@ def _redact_field(name: str, value: object, secret: bool = False) -> object:
         return {str(k): REDACTED for k in value}
     if name == "headers" and isinstance(value, tuple):  # a request's: credentials by name
         return _redact_header_pairs(value)
-    if name == "url" and isinstance(value, str):
+    if name in ("url", "verification_uri_complete") and isinstance(value, str):
         return redact_url(value)
-    if name in ("authorization", "state") or (name == "body" and secret):
+    if name in ("authorization", "state", "user_code") or (name == "body" and secret):
         return REDACTED
     return _to_json(value)
 

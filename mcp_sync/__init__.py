@@ -7,6 +7,7 @@ process left behind) when the block ends. A client may be used from many threads
 
 from __future__ import annotations
 
+from _mcp_io.device import DeviceCode
 from _mcp_io.tokens import FileTokenStore, TokenStoreError
 
 from ._client import (
@@ -14,6 +15,7 @@ from ._client import (
     AuthorizeCallback,
     Client,
     CompletionCallback,
+    DeviceCodeCallback,
     Handler,
     ListChangedCallback,
     ProgressCallback,
@@ -29,6 +31,8 @@ __all__ = [
     "ClientGroup",
     "ClientOptions",
     "CompletionCallback",
+    "DeviceCode",
+    "DeviceCodeCallback",
     "FileTokenStore",
     "Handler",
     "ListChangedCallback",

@@ -67,6 +67,7 @@ from ._session import (
     AssertionCallback,
     AuthorizeCallback,
     CompletionCallback,
+    DeviceCodeCallback,
     Handler,
     ListChangedCallback,
     Session,
@@ -81,6 +82,7 @@ __all__ = [
     "AuthorizeCallback",
     "Client",
     "CompletionCallback",
+    "DeviceCodeCallback",
     "Handler",
     "ListChangedCallback",
     "ProgressCallback",
@@ -130,6 +132,7 @@ class Client:
         on_list_changed: ListChangedCallback | None = None,
         authorize: AuthorizeCallback | None = None,
         assertion: AssertionCallback | None = None,
+        on_device_code: DeviceCodeCallback | None = None,
         token_store: TokenStore | None = None,
         interactive: bool = True,
         ssl_context: ssl.SSLContext | None = None,
@@ -173,10 +176,13 @@ class Client:
         ``AssertionCallback``); neither or both raises ``InvalidSpec``, as ``assertion=`` for
         another grant does. With ``oauth={"grant": "enterprise"}`` (enterprise-managed
         authorization, SEP-990) the user's ID token comes the same way, from
-        ``oauth.id_token_file`` or ``assertion=`` (docs/oauth.md). Tokens are DPoP-bound
-        (RFC 9449) where the authorization server offers it and PyJWT is installed (the spec's
-        ``oauth.dpop``, ``"auto"`` by default; ``true`` without PyJWT raises ``InvalidSpec``);
-        the key is kept with the token.
+        ``oauth.id_token_file`` or ``assertion=`` (docs/oauth.md). With
+        ``oauth={"grant": "device_code", ...}`` (RFC 8628) the user approves on another
+        device: ``on_device_code=`` shows them the code (see ``DeviceCodeCallback``; by
+        default it goes to stderr) while the client polls.
+        Tokens are DPoP-bound (RFC 9449) where the authorization server offers it and PyJWT is
+        installed (the spec's ``oauth.dpop``, ``"auto"`` by default; ``true`` without PyJWT
+        raises ``InvalidSpec``); the key is kept with the token.
         ``interactive=False``: no browser step at all, a flow that needs one fails with
         ``AuthorizationRequired``. Leave room for the user in ``init_timeout``: ``with
         Client(...)`` waits that long for readiness.
@@ -215,6 +221,7 @@ class Client:
             elicitation_complete=elicitation_complete,
             authorize=authorize,
             assertion=assertion,
+            on_device_code=on_device_code,
             token_store=token_store,
             interactive=interactive,
             on_list_changed=on_list_changed,

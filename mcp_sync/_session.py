@@ -53,6 +53,7 @@ from functools import partial
 from typing import IO, TYPE_CHECKING, Any, ParamSpec
 
 from _mcp_io.client import ProgressCallback, Reservations, report, settle
+from _mcp_io.device import DeviceCode, show_device_code
 from _mcp_io.fork import Origin
 from _mcp_io.oauth import (
     BrowserStep,
@@ -87,6 +88,7 @@ from mcp_core import (
     ServerRequestAnswered,
     SessionMachine,
     SettleReservation,
+    ShowDeviceCode,
     SignalProcess,
     SignAssertion,
     Spawn,
@@ -110,6 +112,7 @@ __all__ = [
     "AssertionCallback",
     "AuthorizeCallback",
     "CompletionCallback",
+    "DeviceCodeCallback",
     "Handler",
     "ListChangedCallback",
     "Session",
@@ -218,6 +221,7 @@ class Session:
         elicitation_complete: CompletionCallback | None,
         authorize: AuthorizeCallback | None,
         assertion: AssertionCallback | None,
+        on_device_code: DeviceCodeCallback | None,
         token_store: TokenStore | None,
         interactive: bool,
         on_list_changed: ListChangedCallback | None,
@@ -230,6 +234,7 @@ class Session:
         self._handlers = handlers
         check_assertion_source(spec, assertion)  # InvalidSpec: no source for the JWT, or two
         self._assertion = assertion
+        self._on_device_code = on_device_code
         self._tokens = TokenKeeper(token_store, time.monotonic, _log)
         self.machine = SessionMachine(
             spec,
@@ -569,6 +574,8 @@ class Session:
                     else partial(obtain_assertion, action, self._spec, time.monotonic)
                 )
                 later.append(partial(self._feed_result, obtain))
+            case ShowDeviceCode():
+                later.append(partial(self._show_device_code, action))
             case SaveAuthorization():
                 later.append(self._tokens.take(action))
             case _:
@@ -620,6 +627,13 @@ class Session:
             feed(browser.run(url, state))
 
         threading.Thread(target=run, name=f"mcp-{self._spec.name}-authorize", daemon=True).start()
+
+    def _show_device_code(self, action: ShowDeviceCode) -> None:
+        """``ShowDeviceCode``: the ``on_device_code=`` callback, else the instructions on
+        stderr; a callback that raises ends the login."""
+        failed = show_device_code(action, self._on_device_code, self._spec.name, time.monotonic)
+        if failed is not None:
+            self.feed(failed)
 
     def _feed_result(self, make: Callable[[], Event]) -> None:
         self.feed(make())
@@ -728,6 +742,15 @@ or an answer that is not a non-empty string, ends the flow (the error names its 
 With ``oauth={"grant": "enterprise"}`` (enterprise-managed authorization, SEP-990) it returns
 the user's current ID token from the enterprise sign-on instead, in place of an
 ``id_token_file``, called for each exchange at the identity provider."""
+
+DeviceCodeCallback = Callable[[DeviceCode], object]
+"""``on_device_code=``: shows the user how to approve a device login (``oauth={"grant":
+"device_code", ...}``, RFC 8628): it gets a ``DeviceCode`` (``user_code``,
+``verification_uri``, ``verification_uri_complete``, ``expires_in``, ``server``) and returns
+at once; the client polls the authorization server meanwhile and goes on by itself once the
+user approved. Without it the instructions go to stderr. It runs in the thread that fed the
+machine; an exception ends the login (``AuthorizationRequired``, naming its class only). Keep
+the user code out of logs."""
 
 
 def _call_assertion(callback: AssertionCallback) -> Event:

@@ -154,6 +154,29 @@ ROWS: dict[str, list[str]] = {
         "tests/drivers/test_enterprise.py::test_both_legs_from_an_id_token_file_read_afresh_and_nothing_leaks",
         "tests/drivers/test_enterprise.py::test_a_refusal_at_either_leg_is_final_and_names_the_leg",
     ],
+    "device authorization grant (RFC 8628): the device endpoint, the code shown, the polls": [
+        "tests/core/auth/test_device_grant.py::test_the_whole_device_login",
+        "tests/core/auth/test_device_grant.py::test_a_server_without_a_device_endpoint_is_refused",
+        "tests/drivers/test_device_grant.py::test_approved_after_polls_and_the_call_goes_through",
+        "tests/cli/test_cli_device.py::test_login_device_shows_the_code_keeps_the_tokens_and_call_uses_them",
+    ],
+    "device grant: slow_down for good, access_denied and expired_token final, no answer: backoff": [
+        "tests/core/auth/test_device_grant.py::test_an_expired_code_says_to_log_in_again",
+        "tests/core/auth/test_device_grant.py::test_the_user_says_no",
+        "tests/core/auth/test_device_grant.py::test_a_poll_without_a_usable_answer_polls_less_often",
+        "tests/drivers/test_device_grant.py::test_slow_down_grows_the_interval_for_good",
+        "tests/drivers/test_device_grant.py::test_the_user_says_no",
+        "tests/drivers/test_device_grant.py::test_an_expired_code_says_to_log_in_again",
+    ],
+    "device grant: the connect deadline waits for the person; interactive=False refuses": [
+        "tests/core/auth/test_device_grant.py::test_a_code_approved_after_the_connect_deadline_still_connects",
+        "tests/core/auth/test_device_grant.py::test_a_client_that_asks_no_one_gets_authorization_required",
+        "tests/drivers/test_device_grant.py::test_a_client_that_asks_no_one_is_refused_before_any_code",
+    ],
+    "device grant: the device code and tokens in no error, log, repr, Status or recording": [
+        "tests/core/auth/test_device_grant.py::test_the_device_code_and_the_user_code_stay_out_of_recordings_reprs_and_status",
+        "tests/drivers/test_device_grant.py::test_no_secret_in_logs_reprs_status_or_recordings",
+    ],
     "DPoP (RFC 9449; SEP-1932): a proof on every token and MCP request, the DPoP scheme": [
         "tests/core/auth/test_dpop.py::test_token_requests_and_mcp_requests_carry_proofs_and_the_dpop_scheme",
         "tests/core/auth/test_dpop.py::test_a_bearer_answer_to_a_proof_is_an_unbound_token",

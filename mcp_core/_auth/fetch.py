@@ -28,15 +28,19 @@ _STEPS = {
     AuthPhase.REFRESHING: "refresh",
     AuthPhase.EXCHANGING_IDENTITY: "identity provider token exchange",
     AuthPhase.DISCOVERING_IDENTITY_PROVIDER: "identity provider metadata",
+    AuthPhase.DEVICE_AUTHORIZING: "device authorization",  # RFC 8628 §3.1
+    AuthPhase.POLLING: "token",  # RFC 8628 §3.4
 }
 
-# Registration and token answers hold credentials (and the token exchange's request the ID
-# token, its answer the ID-JAG).
+# The requests whose answers hold credentials (a client secret, a token, a device code; the
+# token exchange's request holds the ID token, its answer the ID-JAG).
 _SECRET = (
     AuthPhase.REGISTERING,
     AuthPhase.EXCHANGING,
     AuthPhase.REFRESHING,
     AuthPhase.EXCHANGING_IDENTITY,
+    AuthPhase.DEVICE_AUTHORIZING,
+    AuthPhase.POLLING,
 )
 
 

@@ -54,6 +54,12 @@ __all__ = ["ANSWERED", "MAX_AUTHORIZATIONS", "Flow"]
 # first one included); a request refused for scope after that many fails, and no fourth
 # authorization is made for it.
 MAX_AUTHORIZATIONS = 3
+# The grant types a client registers for (RFC 7591 §2), by the configured grant.
+_REGISTERED_GRANTS: Mapping[str, tuple[str, ...]] = {
+    "authorization_code": ("authorization_code", "refresh_token"),
+    "client_credentials": ("client_credentials",),
+    "device_code": ("urn:ietf:params:oauth:grant-type:device_code", "refresh_token"),
+}
 # A token this close to its expiry is refreshed before use rather than sent.
 _EXPIRY_MARGIN = 30.0
 
@@ -236,7 +242,7 @@ class Flow:
                 return
         if self._client is None:
             self._client = oauth.configured_client(server, settings)
-            if self._client is None and settings.grant == "client_credentials":
+            if self._client is None and settings.grant in ("client_credentials", "device_code"):
                 self._register(server, ())
                 return
             if self._client is None:
@@ -252,16 +258,13 @@ class Flow:
     ) -> None:
         """RFC 7591 dynamic registration."""
         assert server.registration_endpoint is not None
-        credentials = self._settings.grant == "client_credentials"
         self._move(AuthStep.REGISTER)
         self._start(
             oauth.registration_request(
                 server.registration_endpoint,
                 client_name=self._settings.client_name,
                 redirect_uris=redirect_uris,
-                grant_types=("client_credentials",)
-                if credentials
-                else ("authorization_code", "refresh_token"),
+                grant_types=_REGISTERED_GRANTS[self._settings.grant],
                 token_endpoint_auth_method=oauth.registration_auth_method(server),
             )
         )

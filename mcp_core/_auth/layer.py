@@ -21,10 +21,11 @@ adds:
   the driver's browser step, or ``client_credentials``, or ``jwt_bearer`` (SEP-1933, the
   platform's JWT the driver supplies: ``ObtainAssertion``), or ``enterprise`` (SEP-990: the
   user's ID token, supplied the same way, exchanged at the identity provider for an ID-JAG,
-  RFC 8693, which the authorization server takes as an RFC 7523 grant; ``enterprise.py``);
-  step-up after 403 with the union of scopes, at most ``MAX_AUTHORIZATIONS`` authorizations
-  for any one request (past that, that request fails with ``AuthorizationFailed``; the token
-  in hand serves the rest);
+  RFC 8693, which the authorization server takes as an RFC 7523 grant; ``enterprise.py``),
+  or the device authorization grant (RFC 8628: the driver shows a user code,
+  ``ShowDeviceCode``, while the layer polls; ``device_flow.py``); step-up after 403 with the
+  union of scopes, at most ``MAX_AUTHORIZATIONS`` authorizations for any one request (past
+  that, that request fails with ``AuthorizationFailed``; the token in hand serves the rest);
 - the driver's part is I/O only: it performs the metadata, registration and token requests
   as ``StartHttp`` (their answers come back as HTTP events on streams this layer owns), binds
   the redirect listener and supplies random bytes (``PrepareAuthorization`` ->
@@ -67,8 +68,9 @@ from .._vocabulary.events import (
 from .._vocabulary.phases import AuthPhase, AuthStep
 from .._vocabulary.urls import origin_of, redact_url
 from . import oauth as oauth
+from .device_flow import ANSWERED, DeviceFlow
 from .fetch import Fetch
-from .flow import ANSWERED, MAX_AUTHORIZATIONS, Flow
+from .flow import MAX_AUTHORIZATIONS
 from .held import Held
 from .metadata import UnreadableAnswer
 
@@ -85,10 +87,10 @@ AuthEvent = (
 )
 
 
-class Authorization(Flow):
+class Authorization(DeviceFlow):
     """OAuth for one session, around its HTTP transport and with the same calls (an
     ``SseTransport``); see the module docstring. Its state and the steps of a flow are
-    ``Flow``'s (``flow.py``)."""
+    ``Flow``'s (``flow.py``), the device grant's ``DeviceFlow``'s (``device_flow.py``)."""
 
     events = HTTP_EVENTS
 
@@ -169,6 +171,7 @@ class Authorization(Flow):
         for fetch in self._fetches.values():
             if best is None or fetch.deadline < best:
                 best = fetch.deadline
+        best = self._device_deadline(best)  # the next poll of a device login
         return self._inner.next_deadline(best)
 
     def expire(self, connection: Connection, now: float) -> None:
@@ -179,6 +182,7 @@ class Authorization(Flow):
         late = next((f for f in self._fetches.values() if f.deadline <= now), None)
         if late is not None:
             self._fetch_failed(late, f"got no complete answer within {late.timeout:g} s")
+        self._device_due(now)
         self._inner.expire(connection, now)
 
     def resume_due(self, connection: Connection, now: float) -> None:
@@ -245,6 +249,9 @@ class Authorization(Flow):
                 if self._enterprise:
                     reason = f"the user's ID token could not be obtained: {event.reason}"
                 self._refuse(AuthorizationFailed(None, reason))
+            elif self.phase in (AuthPhase.AWAITING_DEVICE, AuthPhase.POLLING):
+                reason = f"the device login's code could not be shown: {event.reason}"
+                self._refuse(AuthorizationRequired(self._spec.name, reason))
             elif self.phase in (AuthPhase.PREPARING, AuthPhase.AUTHORIZING):
                 reason = f"the authorization step did not finish: {event.reason}"
                 self._refuse(AuthorizationRequired(self._spec.name, reason))
@@ -386,6 +393,9 @@ class Authorization(Flow):
         if followed is not None:
             del self._fetches[followed]
             self._out.append(AbortHttp(stream=followed))
+        if fetch.phase is AuthPhase.POLLING:
+            self._poll_failed()  # RFC 8628 §3.5: poll less often, until the code expires
+            return
         error = AuthorizationUnavailable(origin_of(fetch.url), fetch.step, detail, retry_after)
         # A metadata URL gives way to the next one, unless the server asked the client to
         # wait (429): the next URL is on the same server, or would be asked in its place.

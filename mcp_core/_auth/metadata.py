@@ -400,6 +400,7 @@ class AuthorizationServerMetadata:
     token_endpoint: str
     authorization_endpoint: str | None = None
     registration_endpoint: str | None = None
+    device_authorization_endpoint: str | None = None  # RFC 8628 §4
     scopes_supported: tuple[str, ...] | None = None
     response_types_supported: tuple[str, ...] | None = None
     grant_types_supported: tuple[str, ...] | None = None
@@ -505,6 +506,7 @@ def parse_authorization_server_metadata(body: bytes, *, issuer: str) -> Authoriz
         token_endpoint=token_endpoint,
         authorization_endpoint=_endpoint(document, "authorization_endpoint", local),
         registration_endpoint=_endpoint(document, "registration_endpoint", local),
+        device_authorization_endpoint=_endpoint(document, "device_authorization_endpoint", local),
         scopes_supported=_strings(document, "scopes_supported", what),
         response_types_supported=_strings(document, "response_types_supported", what),
         grant_types_supported=_strings(document, "grant_types_supported", what),

@@ -39,14 +39,17 @@ class OAuthSettings:
     ``authorization_code`` (a user in a browser), ``client_credentials`` (a machine client,
     with a secret or, when ``private_key`` is true, a key the driver signs assertions with) or
     ``jwt_bearer`` (workload identity, SEP-1933: the driver supplies the platform's JWT as an
-    RFC 7523 authorization grant; ``client_id`` is optional) or ``enterprise``
+    RFC 7523 authorization grant; ``client_id`` is optional), ``enterprise``
     (enterprise-managed authorization, SEP-990: the driver supplies the user's ID token, which
     the identity provider at ``idp_token_endpoint`` (or found in ``idp_issuer``'s metadata)
     exchanges for an ID-JAG, RFC 8693, as the
     client ``idp_client_id``, with ``idp_client_secret`` if any; the ID-JAG is then an RFC
-    7523 grant at the authorization server, as the pre-registered ``client_id``).
+    7523 grant at the authorization server, as the pre-registered ``client_id``) or
+    ``device_code`` (RFC 8628: a person approves on another device, with the code the driver
+    shows; a pre-registered ``client_id``, else RFC 7591 registration).
     ``scope`` replaces the scope selection when given. ``interactive`` false: the browser step
-    is not allowed here, a flow that needs it fails with ``AuthorizationRequired``.
+    (and a device login) is not allowed here, a flow that needs it fails with
+    ``AuthorizationRequired``.
     ``request_timeout`` bounds each request of the authorization layer (metadata, registration,
     token), and never past the connect attempt's own deadline. ``allow_insecure_http``: send a
     bearer token to a plain ``http://`` MCP server that is not on this machine (refused
@@ -58,9 +61,9 @@ class OAuthSettings:
     client_id: str | None = None
     client_secret: str | None = None
     client_metadata_url: str | None = None
-    grant: Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise"] = (
-        "authorization_code"
-    )
+    grant: Literal[
+        "authorization_code", "client_credentials", "jwt_bearer", "enterprise", "device_code"
+    ] = "authorization_code"
     private_key: bool = False
     scope: str | None = None
     client_name: str = "mcp-sansio-client"

@@ -52,7 +52,9 @@ __all__ = [
 
 Concurrency = Literal["stateless", "pooled", "serialized"]
 Era = Literal["auto", SessionEra]  # "auto": probe, then the era the server speaks
-OAuthGrant = Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise"]
+OAuthGrant = Literal[
+    "authorization_code", "client_credentials", "jwt_bearer", "enterprise", "device_code"
+]
 
 
 class GroupSpecFields(TypedDict, total=False):
@@ -118,7 +120,9 @@ class Spec:
     ``oauth`` (HTTP only) configures the OAuth client: ``client_id`` and
     ``client_secret`` of a pre-registered client, ``scope`` to ask for instead of the one the
     server suggests, ``grant`` (``authorization_code``, a person in a browser, or
-    ``client_credentials``, a machine), ``redirect_port`` of the loopback redirect listener
+    ``client_credentials``, a machine; ``jwt_bearer``, a workload; ``enterprise``, a user of
+    an enterprise identity provider; ``device_code``, a person approving on another device,
+    RFC 8628), ``redirect_port`` of the loopback redirect listener
     (0, the default: any free port), ``client_metadata_url`` (a Client ID Metadata Document),
     ``key_file`` (a PEM private key that signs ``private_key_jwt`` assertions, for
     ``client_credentials``; ``key_id``, the ``kid`` its assertions name, defaults to the key's

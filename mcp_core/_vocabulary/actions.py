@@ -38,6 +38,7 @@ __all__ = [
     "ResourceUpdated",
     "SaveAuthorization",
     "SettleReservation",
+    "ShowDeviceCode",
     "SignAssertion",
     "SignalProcess",
     "Spawn",
@@ -310,3 +311,28 @@ class SaveAuthorization(Action):
 
     server: str
     authorization: StoredAuthorization
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShowDeviceCode(Action):
+    """Show the user how to approve a device login (RFC 8628 §3.3): visit
+    ``verification_uri`` on any device and enter ``user_code``, or open
+    ``verification_uri_complete`` (the URI with the code in it, when the server gave one; a QR
+    code of it suits a phone), within ``expires_in`` seconds. The machine polls the token
+    endpoint meanwhile; nothing is fed back, except ``AuthorizationAbandoned`` when the code
+    cannot be shown (the login ends). The ``user_code`` is for the user's eyes: ``repr`` (so a
+    log) shows neither it nor the complete URI's query, and a recording keeps neither."""
+
+    user_code: str
+    verification_uri: str
+    verification_uri_complete: str | None
+    expires_in: float
+
+    def __repr__(self) -> str:
+        complete = self.verification_uri_complete
+        return (
+            f"ShowDeviceCode(user_code={REDACTED!r}, verification_uri="
+            f"{redact_url(self.verification_uri)!r}, verification_uri_complete="
+            f"{None if complete is None else redact_url(complete)!r}, "
+            f"expires_in={self.expires_in!r})"
+        )

@@ -279,6 +279,9 @@ class AuthPhase(enum.Enum):
     EXCHANGING_IDENTITY = "exchanging the ID token at the identity provider"
     DISCOVERING_IDENTITY_PROVIDER = "discovering the identity provider"  # its RFC 8414 / OIDC
     REFUSED = "refused"  # no token can be had: every request fails with the reason
+    DEVICE_AUTHORIZING = "asking for a device code"  # RFC 8628 §3.1 request in flight
+    AWAITING_DEVICE = "waiting for the user's device login"  # ShowDeviceCode sent; next poll due
+    POLLING = "polling the token endpoint"  # RFC 8628 §3.4 poll in flight
 
 
 class AuthStep(enum.Enum):
@@ -300,6 +303,10 @@ class AuthStep(enum.Enum):
     FALTER = "failed for now (no answer in time, HTTP 429/5xx, unreadable): retried later"
     REFUSE = "refused"
     STOP = "Close"
+    DEVICE = "device authorization request sent"
+    SHOW_CODE = "ShowDeviceCode sent"
+    POLL = "device token poll sent"
+    WAIT = "authorization_pending or slow_down (or no answer): poll again later"
 
 
 _STARTS = (AuthPhase.UNAUTHORIZED, AuthPhase.AUTHORIZED)  # where a challenge starts a flow
@@ -319,6 +326,7 @@ _GRANTS = {
     AuthStep.SIGN: AuthPhase.SIGNING,
     AuthStep.EXCHANGE: AuthPhase.EXCHANGING,
     AuthStep.REFRESH: AuthPhase.REFRESHING,
+    AuthStep.DEVICE: AuthPhase.DEVICE_AUTHORIZING,
 }
 
 AUTH_TABLE: Mapping[tuple[AuthPhase, AuthStep], AuthPhase] = {
@@ -361,6 +369,14 @@ AUTH_TABLE: Mapping[tuple[AuthPhase, AuthStep], AuthPhase] = {
     **{(phase, AuthStep.REFUSE): AuthPhase.REFUSED for phase in AuthPhase},
     # Close ends any flow (its requests are aborted); a restart starts from the token in hand.
     **{(phase, AuthStep.STOP): AuthPhase.UNAUTHORIZED for phase in AuthPhase},
+    # The device authorization grant (RFC 8628): a code shown, then polls until a token.
+    (AuthPhase.REGISTERING, AuthStep.DEVICE): AuthPhase.DEVICE_AUTHORIZING,
+    (AuthPhase.REFRESHING, AuthStep.DEVICE): AuthPhase.DEVICE_AUTHORIZING,
+    (AuthPhase.DEVICE_AUTHORIZING, AuthStep.SHOW_CODE): AuthPhase.AWAITING_DEVICE,
+    (AuthPhase.DEVICE_AUTHORIZING, AuthStep.FALTER): AuthPhase.UNAUTHORIZED,
+    (AuthPhase.AWAITING_DEVICE, AuthStep.POLL): AuthPhase.POLLING,
+    (AuthPhase.POLLING, AuthStep.WAIT): AuthPhase.AWAITING_DEVICE,
+    (AuthPhase.POLLING, AuthStep.TOKEN): AuthPhase.AUTHORIZED,
 }
 
 

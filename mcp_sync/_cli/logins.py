@@ -1,6 +1,8 @@
 """``login`` and ``logout``: the OAuth flow for one HTTP server, its tokens kept in the token
 file (``_LoginStore``), and its browser step (``_LoginStep``: the authorization URL on
-stderr, the browser, a one-shot listener on 127.0.0.1 for the redirect).
+stderr, the browser, a one-shot listener on 127.0.0.1 for the redirect), or with ``--device``
+(or a server whose oauth grant is ``device_code``) the device login (``_DeviceStep``: the
+verification URI and the user code on stderr, with a QR code on a terminal; RFC 8628).
 
 Test hook (not for users): ``MCP_CLIENT_TEST_AUTHORIZE=follow`` makes ``login`` do the browser
 step headlessly (``_FollowStep``): instead of a browser and a listener, it GETs the
@@ -12,17 +14,20 @@ from __future__ import annotations
 
 import http.client
 import os
+import sys
 import threading
 from urllib.parse import urlsplit
 
 import click
 
+from _mcp_io.device import instructions
 from _mcp_io.oauth import BROWSER_TIMEOUT, CALLBACK_PATH
 from _mcp_io.redirect import RedirectError, RedirectListener, authorization_state, open_browser
 from _mcp_io.tokens import FileTokenStore, TokenStoreError
 from mcp_core import (
     AuthorizationFailed,
     ConnectFailed,
+    InvalidSpec,
     McpError,
     NotReady,
     Spec,
@@ -30,6 +35,7 @@ from mcp_core import (
 )
 from mcp_core.driver import token_store_key
 
+from .. import DeviceCode
 from .._client import Client
 from .errors import EXIT_BAD_INPUT, EXIT_CALL_FAILED, EXIT_OK, EXIT_UNAVAILABLE, CliError
 from .sources import (
@@ -47,6 +53,9 @@ from .sources import (
 __all__ = ["TEST_AUTHORIZE", "login", "logout"]
 
 TEST_AUTHORIZE = "MCP_CLIENT_TEST_AUTHORIZE"  # the test hook of `login` (this module's docstring)
+# How long `login --device` waits for the user at most: the device code's own expires_in
+# (RFC 8628 §3.2; often 10 or 15 minutes) ends the login sooner.
+DEVICE_TIMEOUT = 1800.0
 _FOLLOW_TIMEOUT = 30.0  # the test hook's GET
 
 
@@ -58,7 +67,13 @@ _FOLLOW_TIMEOUT = 30.0  # the test hook's GET
         type=click.FloatRange(min=0, min_open=True),
         metavar="SECONDS",
         help="How long to wait for the server and your login (default: its init_timeout "
-        f"plus {BROWSER_TIMEOUT:g} s for the browser).",
+        f"plus {BROWSER_TIMEOUT:g} s for the browser, or {DEVICE_TIMEOUT:g} s with --device).",
+    ),
+    click.option(
+        "--device",
+        is_flag=True,
+        help="Log in on another device (RFC 8628 device authorization grant): visit the URI "
+        "shown and enter the code, or scan the QR code. Needs the server's oauth client_id.",
     ),
 )
 def login(
@@ -68,26 +83,38 @@ def login(
     headers: tuple[str, ...],
     expand_env: bool,
     start_timeout: float | None,
+    device: bool,
 ) -> int:
     """Log in to SERVER with OAuth and keep its tokens in the token file.
 
     Your browser opens at the authorization server (the URL is printed on stderr too) and the
-    redirect comes back to a one-shot listener on 127.0.0.1. A login replaces the server's
-    stored one only once it succeeds. Exit code 3 when the server cannot be reached, 4 when
-    the login fails.
+    redirect comes back to a one-shot listener on 127.0.0.1. With --device (or a server whose
+    oauth grant is device_code) no browser opens here: visit the URI printed on stderr on any
+    device and enter the code (a terminal shows a QR code of it too). A login replaces the
+    server's stored one only once it succeeds. Exit code 3 when the server cannot be reached,
+    4 when the login fails.
     """
     source = current_source(config_path, url, headers, expand_env)
     spec = named_server(load_source(source), server, source)
     if not spec.oauth_enabled:
         click.echo(f"server {server!r} needs no login: {_why_no_oauth(spec)}")
         return EXIT_OK
+    if device:
+        spec = _device_spec(spec)
     store = token_store(source)
     # A token file that cannot be used: said before anyone is asked.
     stored_authorization(store, spec)
     keeper = _LoginStore(store)
-    step = _login_step(spec)
-    client = Client(spec, wait=False, token_store=keeper, authorize=step, interactive=True)
-    timeout = start_timeout if start_timeout is not None else spec.init_timeout + BROWSER_TIMEOUT
+    step: _LoginStep | _FollowStep | _DeviceStep
+    if spec.oauth.get("grant") == "device_code":
+        step = _DeviceStep()
+        client = Client(spec, wait=False, token_store=keeper, on_device_code=step, interactive=True)
+        extra = DEVICE_TIMEOUT
+    else:
+        step = _login_step(spec)
+        client = Client(spec, wait=False, token_store=keeper, authorize=step, interactive=True)
+        extra = BROWSER_TIMEOUT
+    timeout = start_timeout if start_timeout is not None else spec.init_timeout + extra
     failure: McpError | None = None
     try:
         client.start()
@@ -287,8 +314,50 @@ def _login_step(spec: Spec) -> _LoginStep | _FollowStep:
     return _FollowStep()
 
 
+def _device_spec(spec: Spec) -> Spec:
+    """``spec`` with the device authorization grant: the user approves on another device."""
+    oauth = dict(spec.oauth)
+    oauth["grant"] = "device_code"
+    try:
+        return Spec.build(spec, oauth=oauth)
+    except InvalidSpec as exc:  # a key_file, an assertion_file: another grant's
+        raise CliError(f"cannot log in with --device: {exc.message}", EXIT_BAD_INPUT) from None
+
+
+class _DeviceStep:
+    """``login``'s device login, an ``on_device_code=`` callback: the verification URI and
+    the user code on stderr (never to a log), and on a terminal a QR code (``segno``, the cli
+    extra) of the URI with the code in it, to scan with a phone."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self.error: McpError | None = None
+
+    def __call__(self, code: DeviceCode) -> None:
+        self.asked = True
+        click.echo(f"mcp-client: {instructions(code)}", err=True)
+        if sys.stderr.isatty():
+            target = code.verification_uri_complete or code.verification_uri
+            click.echo(_qr(target), err=True, nl=False)
+        click.echo("mcp-client: waiting for the login to be approved...", err=True)
+
+    def close(self) -> None:
+        pass
+
+
+def _qr(text: str) -> str:
+    """``text`` as a QR code drawn in Unicode half blocks, as a terminal shows it."""
+    import io
+
+    import segno
+
+    drawn = io.StringIO()
+    segno.make(text, error="l", micro=False).terminal(out=drawn, compact=True)
+    return drawn.getvalue()
+
+
 def _login_failure(
-    server: str, source: Source, failure: McpError, step: _LoginStep | _FollowStep
+    server: str, source: Source, failure: McpError, step: _LoginStep | _FollowStep | _DeviceStep
 ) -> CliError:
     """The one line for a login that did not end with tokens: exit 4 when the flow began and
     failed (refused, or the browser step did not finish), 3 when the server was not reached."""

@@ -69,6 +69,7 @@ ACTIONS = [
     "ResourceUpdated",
     "Reply",
     "SettleReservation",
+    "ShowDeviceCode",
     "SignalProcess",
     "Spawn",
     "StartHttp",

@@ -18,6 +18,8 @@ EXPORTS = [
     "ClientGroup",
     "ClientOptions",
     "CompletionCallback",
+    "DeviceCode",
+    "DeviceCodeCallback",
     "FileTokenStore",
     "Handler",
     "ListChangedCallback",

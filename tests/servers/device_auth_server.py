@@ -5,6 +5,7 @@ DeviceCodeGrant; rfc6749's RefreshTokenGrant), wired to Starlette here. Test pee
 
 Run: python tests/servers/device_auth_server.py [--port N] [--interval S] [--expires-in S]
      [--access-token-lifetime S] [--auto-approve-after N] [--auto-deny-after N]
+     [--slow-down-at N]
 It binds 127.0.0.1 (port N, default 0: the OS picks a free one), prints one line to stdout,
     listening http://127.0.0.1:PORT/mcp
 (the MCP endpoint; its origin is the issuer and the base of every other path below) and serves
@@ -22,6 +23,11 @@ Options:
                              as if the user had approved it between polls N-1 and N
                              (N=1: the first poll gets the token)
   --auto-deny-after N        the same, denied: the Nth poll answers access_denied
+  --slow-down-at N           the Nth poll of a device code (counting from 1) answers slow_down
+                             as if it came too soon, whatever the time, and that code's
+                             interval grows by 5 s for good (§3.5); later polls sooner than
+                             the grown interval get slow_down as usual. With --interval 0,
+                             this is how a test sees a client honour slow_down
 
 One client is registered up front, a public one: client_id `device-test-client`, no secret
 (token endpoint auth method `none`), grants device_code and refresh_token. There is no dynamic
@@ -79,6 +85,8 @@ Test knobs under /test/, loopback only (403 otherwise), never behind OAuth; JSON
   GET  /test/stats    counters from server start: device_authorizations, polls (device_code
                       token requests), pending, slow_down, access_denied, expired_token,
                       tokens_issued (device_code grants), refreshes, unauthorized (401 from /mcp)
+  GET  /test/secrets  every credential issued so far, for secret audits: {"device_codes": [...],
+                      "user_codes": [...], "access_tokens": [...], "refresh_tokens": [...]}
 """
 
 from __future__ import annotations
@@ -217,6 +225,7 @@ class State:
     access_token_lifetime: float
     auto_approve_after: int | None
     auto_deny_after: int | None
+    slow_down_at: int | None = None
     counts: Counter[str] = field(default_factory=lambda: Counter({n: 0 for n in COUNTERS}))
     devices: dict[str, DeviceCredentialDict] = field(default_factory=dict)  # by device_code
     by_user_code: dict[str, str] = field(default_factory=dict)  # user_code -> device_code
@@ -400,7 +409,8 @@ class Device(DeviceCodeGrant):  # type: ignore[misc]
         previous = self.state.last_poll.get(device_code)
         self.state.last_poll[device_code] = now
         interval = self.state.intervals[device_code]
-        if previous is not None and now - previous < interval:
+        forced = self.state.polls[device_code] == self.state.slow_down_at
+        if forced or (previous is not None and now - previous < interval):
             self.state.intervals[device_code] = interval + SLOW_DOWN_STEP
             return True
         return False
@@ -574,6 +584,18 @@ def build_app(state: State) -> Starlette:
             return JSONResponse({"error": "loopback only"}, status_code=403)
         return JSONResponse({name: state.counts[name] for name in COUNTERS})
 
+    async def issued(request: Request) -> Response:
+        if not _loopback(request):
+            return JSONResponse({"error": "loopback only"}, status_code=403)
+        return JSONResponse(
+            {
+                "device_codes": sorted(state.by_user_code.values()),
+                "user_codes": sorted(state.by_user_code),
+                "access_tokens": sorted(state.access_tokens),
+                "refresh_tokens": sorted(state.refresh_tokens),
+            }
+        )
+
     route = server.custom_route
     route("/.well-known/oauth-authorization-server", methods=["GET"])(as_metadata)
     route("/device_authorization", methods=["POST"])(device_authorization)
@@ -583,6 +605,7 @@ def build_app(state: State) -> Starlette:
     route("/test/approve", methods=["POST"])(test_decision(True))
     route("/test/deny", methods=["POST"])(test_decision(False))
     route("/test/stats", methods=["GET"])(stats)
+    route("/test/secrets", methods=["GET"])(issued)
     app = server.streamable_http_app()
     for mounted in app.routes:
         if getattr(mounted, "path", None) == "/mcp":
@@ -598,6 +621,7 @@ def main() -> None:
     parser.add_argument("--access-token-lifetime", type=float, default=3600.0, metavar="SECONDS")
     parser.add_argument("--auto-approve-after", type=int, default=None, metavar="POLLS")
     parser.add_argument("--auto-deny-after", type=int, default=None, metavar="POLLS")
+    parser.add_argument("--slow-down-at", type=int, default=None, metavar="POLL")
     args = parser.parse_args()
     if args.interval < 0 or args.expires_in < 1 or not args.access_token_lifetime > 0:
         parser.error("--interval >= 0, --expires-in >= 1, --access-token-lifetime > 0")
@@ -614,6 +638,7 @@ def main() -> None:
         access_token_lifetime=args.access_token_lifetime,
         auto_approve_after=args.auto_approve_after,
         auto_deny_after=args.auto_deny_after,
+        slow_down_at=args.slow_down_at,
     )
     app = build_app(state)
     print(f"listening {origin}/mcp", flush=True)

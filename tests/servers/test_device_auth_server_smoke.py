@@ -293,3 +293,28 @@ def test_a_login_that_named_no_resource_gets_tokens_mcp_refuses(device_auth_serv
     )
     assert refused.status == 401
     assert challenge(refused)["error"] == "invalid_token"
+
+
+def test_slow_down_at_forces_one_and_the_grown_interval_is_then_enforced(
+    device_auth_server: Start,
+) -> None:
+    device = Device(device_auth_server("--interval", "0", "--slow-down-at", "2"))
+    code = device.authorize()["device_code"]
+    assert device.error_of(code) == "authorization_pending"
+    assert device.error_of(code) == "slow_down"  # forced, though the interval is 0
+    assert device.error_of(code) == "slow_down"  # sooner than the grown 5 s
+    stats = device.stats()
+    assert (stats["polls"], stats["pending"], stats["slow_down"]) == (3, 1, 2)
+
+
+def test_secrets_lists_what_was_issued(device_auth_server: Start) -> None:
+    device = Device(device_auth_server("--auto-approve-after", "1"))
+    answer = device.authorize()
+    token = device.token_of(answer["device_code"])
+    issued = json_of(device.knob("secrets"))
+    assert issued == {
+        "device_codes": [answer["device_code"]],
+        "user_codes": [answer["user_code"]],
+        "access_tokens": [token["access_token"]],
+        "refresh_tokens": [token["refresh_token"]],
+    }

@@ -167,7 +167,7 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     ({**HTTP, "oauth": {"grant": "password"}}, "oauth['grant'] must be one of"),
     (
         {**HTTP, "oauth": {"grant": ["x"]}},
-        "authorization_code, client_credentials, jwt_bearer, enterprise, got list",
+        "authorization_code, client_credentials, jwt_bearer, enterprise, device_code, got list",
     ),
     ({**HTTP, "oauth": {"redirect_port": 70000}}, "oauth['redirect_port'] must be an integer"),
     ({**HTTP, "oauth": {"redirect_port": True}}, "from 0 to 65535, got bool"),
