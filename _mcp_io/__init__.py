@@ -16,7 +16,8 @@ machinery.
   wording, the group's keywords and log).
 - ``_mcp_io.oauth``: the driver's side of OAuth (the browser step, signing a client
   assertion, the token store on the wall clock); ``_mcp_io.redirect`` and ``_mcp_io.tokens``
-  are its loopback redirect listener and the command's token file.
+  are its loopback redirect listener and the command's token file, ``_mcp_io.dpop`` its DPoP
+  key and proofs (RFC 9449).
 - ``_mcp_io.fork``: knowing that a client is used in a forked child of the process that
   started it (``UsedAfterFork``).
 

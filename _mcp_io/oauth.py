@@ -2,8 +2,9 @@
 same way by both drivers.
 
 The core's authorization layer (``mcp_core/_auth/layer.py``) decides everything; a driver
-performs four actions for it, and this module holds every part of them that is not about
-threads or tasks:
+performs four actions for it (and signs the DPoP proofs ``StartHttp.dpop`` asks for, with
+``TokenKeeper.dpop``: ``_mcp_io/dpop.py``), and this module holds every part of them that is
+not about threads or tasks:
 
 - ``TokenKeeper``: the client's token store. ``machine_keywords`` is what the machine is
   built with: ``OAuthSettings.from_spec`` (the spec's ``oauth`` mapping), and the
@@ -69,6 +70,7 @@ from mcp_core import (
 )
 from mcp_core.driver import ENTROPY_BYTES, token_store_key
 
+from .dpop import DpopSigner, can_sign, check_dpop
 from .http import os_message
 
 # The OAuth helpers and the redirect listener load when a login needs them, not with the
@@ -146,15 +148,19 @@ class TokenKeeper:
         self._log = log
         self._taken = 0
         self._written = 0
+        self.dpop = DpopSigner(log)  # the client's DPoP key, kept with its bound tokens
 
     def machine_keywords(self, spec: Spec, *, interactive: bool) -> MachineOAuth:
-        """``oauth=`` and ``authorization=`` for the machine of ``spec`` (see ``stored``)."""
-        oauth = OAuthSettings.from_spec(spec, interactive=interactive)
+        """``oauth=`` and ``authorization=`` for the machine of ``spec`` (see ``stored``); the
+        record's DPoP key goes to ``dpop``, not to the machine. ``InvalidSpec`` for
+        ``dpop: true`` where nothing can sign."""
+        check_dpop(spec)
+        oauth = OAuthSettings.from_spec(spec, interactive=interactive, dpop_signer=can_sign())
         record = None if oauth is None else stored(self._store, spec, self._clock)
-        return {"oauth": oauth, "authorization": record}
+        return {"oauth": oauth, "authorization": self.dpop.loaded(record)}
 
     def take(self, action: SaveAuthorization) -> Callable[[], None]:
-        record = action.authorization
+        record = self.dpop.kept(action.authorization)
         if record.expires_at is not None:
             record = replace(record, expires_at=time.time() + (record.expires_at - self._clock()))
         self._taken += 1

@@ -221,9 +221,9 @@ class SecretAudit(logging.Handler):
     record of our packages (DEBUG and up) is kept, and at the end searched, with the client's
     ``repr`` and ``status()``, for every secret the flow handled: tokens and the client secret
     (from the token store), codes and states (from the redirects), the context's client secret,
-    private key, workload JWT and ID token (and an IdP client secret). A hit prints
-    ``LEAK_MARK`` on stderr, which ``run.py`` fails the scenario for (even one whose client may
-    exit with an error)."""
+    private key, workload JWT and ID token (and an IdP client secret), the DPoP key and proofs.
+    A hit prints ``LEAK_MARK`` on stderr, which ``run.py`` fails the scenario for (even one
+    whose client may exit with an error)."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -239,6 +239,9 @@ class SecretAudit(logging.Handler):
             for value in (record.access_token, record.refresh_token, record.client_secret):
                 if value:
                     self.secrets.add(value)
+            if record.dpop_key:  # the DPoP private key (RFC 9449), and any proof signed with it
+                private = json.loads(record.dpop_key)["d"]
+                self.secrets.update((record.dpop_key, private, DPOP_PROOF))
         for name in (
             "client_secret",
             "private_key_pem",
@@ -255,6 +258,8 @@ class SecretAudit(logging.Handler):
 
 
 AUDIT = SecretAudit()
+# How every DPoP proof of ours begins: its header {"alg":"ES256","jwk":..., base64url.
+DPOP_PROOF = "eyJhbGciOiJFUzI1NiIsImp3ayI6"
 LEAK_MARK = "SECRET LEAK"
 
 

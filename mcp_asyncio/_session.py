@@ -673,6 +673,8 @@ class Session:
                 if action.slot in self._slots:
                     self._slots[action.slot].signal(action.signal)
             case StartHttp():
+                if action.dpop is not None:  # RFC 9449: the proof is signed right before sending
+                    action = self._tokens.dpop.sign(action)
                 if self._http is not None:
                     self._http.start(action)
             case AbortHttp():

@@ -230,7 +230,12 @@ def encode_action(action: Action) -> dict[str, object]:
     out: dict[str, object] = {"action": type(action).__name__}
     secret = getattr(action, "secret", False) is True
     for f in dataclasses.fields(action):
-        out[f.name] = _redact_field(f.name, getattr(action, f.name), secret)
+        value = getattr(action, f.name)
+        if f.name == "dpop":  # written only when there is one: older recordings stay the same
+            if value is not None:
+                out["dpop"] = {"htm": value.htm, "htu": redact_url(value.htu), "nonce": value.nonce}
+            continue
+        out[f.name] = _redact_field(f.name, value, secret)
     return out
 
 

@@ -180,6 +180,9 @@ class Client:
         ``oauth={"grant": "device_code", ...}`` (RFC 8628) the user approves on another
         device: ``on_device_code=`` shows them the code (see ``DeviceCodeCallback``; by
         default it goes to stderr) while the client polls.
+        Tokens are DPoP-bound (RFC 9449) where the authorization server offers it and PyJWT is
+        installed (the spec's ``oauth.dpop``, ``"auto"`` by default; ``true`` without PyJWT
+        raises ``InvalidSpec``); the key is kept with the token.
         ``interactive=False``: no browser step at all, a flow that needs one fails with
         ``AuthorizationRequired``. Leave room for the user in ``init_timeout``: ``with
         Client(...)`` waits that long for readiness.

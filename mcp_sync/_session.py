@@ -528,6 +528,8 @@ class Session:
                 if action.slot in self._slots:
                     self._slots[action.slot].signal(action.signal)
             case StartHttp():
+                if action.dpop is not None:  # RFC 9449: the proof is signed right before sending
+                    action = self._tokens.dpop.sign(action)
                 if caller is not None and caller.http is None:
                     caller.http = self._http.start(action, inline=True)  # see _http.py
                 else:

@@ -177,6 +177,24 @@ ROWS: dict[str, list[str]] = {
         "tests/core/auth/test_device_grant.py::test_the_device_code_and_the_user_code_stay_out_of_recordings_reprs_and_status",
         "tests/drivers/test_device_grant.py::test_no_secret_in_logs_reprs_status_or_recordings",
     ],
+    "DPoP (RFC 9449; SEP-1932): a proof on every token and MCP request, the DPoP scheme": [
+        "tests/core/auth/test_dpop.py::test_token_requests_and_mcp_requests_carry_proofs_and_the_dpop_scheme",
+        "tests/core/auth/test_dpop.py::test_a_bearer_answer_to_a_proof_is_an_unbound_token",
+        "tests/core/auth/test_dpop.py::test_required_dpop_refuses_a_server_that_does_not_list_es256",
+        "tests/drivers/test_dpop.py::test_a_dpop_login_with_nonces_proofs_on_every_request_and_no_leak",
+        "tests/drivers/test_dpop.py::test_without_a_signer_auto_is_bearer_and_true_is_refused",
+    ],
+    "DPoP nonces: the authorization server's once, the MCP server's without a new login": [
+        "tests/core/auth/test_dpop.py::test_the_authorization_servers_nonce_sends_the_token_request_again_once",
+        "tests/core/auth/test_dpop.py::test_the_mcp_servers_nonce_sends_the_request_again_without_a_new_authorization",
+        "tests/core/auth/test_dpop.py::test_a_second_nonce_refusal_of_the_same_request_is_a_refused_token",
+    ],
+    "DPoP key kept with the bound token, reused by the next run, never shown": [
+        "tests/drivers/test_dpop.py::test_the_stored_key_serves_the_next_run_without_a_login",
+        "tests/drivers/test_dpop.py::test_a_bound_token_whose_key_is_gone_means_a_new_login",
+        "tests/core/auth/test_dpop.py::test_the_key_and_the_token_hash_stay_out_of_reprs_and_recordings",
+        "tests/drivers/test_dpop.py::test_a_refused_proof_fails_typed_without_the_proof",
+    ],
 }
 
 

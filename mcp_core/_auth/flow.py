@@ -41,6 +41,7 @@ from .._vocabulary.tokens import StoredAuthorization
 from .._vocabulary.urls import origin_of, redact_url
 from . import enterprise as enterprise
 from . import oauth as oauth
+from .dpop import Dpop, authorization, resume
 from .fetch import Fetch
 from .held import HeldRequests
 from .metadata import UnreadableAnswer, may_fetch
@@ -120,7 +121,11 @@ class Flow:
         self._refresh_token: str | None = None
         self._expires_at: float | None = None
         self._granted_scope: str | None = None
+        self._token_type = "Bearer"
+        # DPoP (RFC 9449; ``dpop.py``): None when off.
+        self._dpop = Dpop(settings.dpop, inner) if settings.dpop != "off" else None
         if stored is not None:
+            stored = resume(stored, self._dpop)
             self._issuer = stored.issuer
             self._client = oauth.RegisteredClient(
                 client_id=stored.client_id, client_secret=stored.client_secret
@@ -129,7 +134,7 @@ class Flow:
             self._expires_at = stored.expires_at
             self._granted_scope = stored.scope
             if stored.access_token is not None and not self._insecure:
-                self._token(stored.access_token)
+                self._token(stored.access_token, stored.token_type)
                 self._move(AuthStep.TOKEN)
 
     # --- the steps, in the spec's order ------------------------------------------------------
@@ -216,6 +221,8 @@ class Flow:
             self._fetch_next()
             return
         self._server = oauth.parse_authorization_server_metadata(body, issuer=self._issuer)
+        if self._dpop is not None:
+            self._dpop.choose(self._server)
         self._identify(True)
 
     def _identify(self, may_refresh: bool) -> None:
@@ -475,7 +482,9 @@ class Flow:
             # The refresh token is no good any more (RFC 6749 §5.2 invalid_grant, or the client
             # was refused): forget both tokens, in the store too, and authorize from the start.
             self._refresh_token = self._access_token = self._expires_at = None
-            self._inner.authorization = None
+            self._inner.authorization, self._token_type = None, "Bearer"
+            if self._dpop is not None:
+                self._dpop.unbind()
             self._save()
             self._identify(False)
             return
@@ -485,14 +494,14 @@ class Flow:
         self._expires_at = None if answer.expires_in is None else now + answer.expires_in
         self._granted_scope = answer.scope
         self._asked_to_wait = None  # it answered
-        self._token(answer.access_token)
+        self._token(answer.access_token, answer.token_type)
         self._move(AuthStep.TOKEN)
         self._save()
         self._held.send_all()
 
-    def _token(self, access_token: str) -> None:
-        self._access_token = access_token
-        self._inner.authorization = f"Bearer {access_token}"
+    def _token(self, access_token: str, token_type: str) -> None:
+        self._inner.authorization = authorization(self._dpop, token_type, access_token)
+        self._access_token, self._token_type = access_token, token_type
 
     def _on_registered(self, status: int, body: bytes) -> None:
         self._client = oauth.parse_registration_response(status, body)
@@ -552,6 +561,7 @@ class Flow:
                 headers=request.headers,
                 body=request.body,
                 secret=fetch.secret,
+                dpop=None if self._dpop is None else self._dpop.token_proof(self.phase, request),
             )
         )
 
@@ -596,6 +606,7 @@ class Flow:
                     refresh_token=self._refresh_token,
                     expires_at=self._expires_at,
                     scope=self._granted_scope,
+                    token_type=self._token_type,
                 ),
             )
         )

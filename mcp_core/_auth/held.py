@@ -40,6 +40,7 @@ class Held:
     confirming: bool = False  # the initialized POST the handshake waits for
     refused: int = 0  # how often the server refused it for want of a token (401)
     authorizations: int = 0  # authorizations it waited for (the step-up limit)
+    nonced: bool = False  # sent again with the MCP server's DPoP nonce (RFC 9449 §9)
 
     @property
     def handshake(self) -> bool:
@@ -108,7 +109,7 @@ class HeldRequests:
                 self._inner.acknowledge(connection, entry.message)
             else:
                 self._inner.send(connection, entry.message, entry.request_id)
-            if entry.refused or entry.authorizations:
+            if entry.refused or entry.authorizations or entry.nonced:
                 self.resent[self._inner.last_stream] = entry
 
     def fail(self, entry: Held, error: McpError, *, permanent: bool = True) -> None:

@@ -200,6 +200,8 @@ class Authorization(DeviceFlow):
                 self._on_fetch_event(event, fetch)
                 return
         if type(event) is HttpResponseStarted:
+            if self._dpop is not None:
+                self._dpop.saw(event.headers)
             resent = self._held.resent
             before = resent.pop(event.stream, None) if resent else None
             if (event.status == 401 or event.status == 403) and self._refused(event, before):
@@ -218,6 +220,15 @@ class Authorization(DeviceFlow):
         held = Held(connection, message, request_id, connection.epoch, confirming)
         if before is not None:
             held.refused, held.authorizations = before.refused, before.authorizations
+        dpop = self._dpop
+        # RFC 9449 §9: a nonce asked for, the request goes again with it, once.
+        if (
+            dpop is not None
+            and dpop.nonce_refusal(event.status, event.headers)
+            and (before is None or not before.nonced)
+        ):
+            self._with_nonce(held)
+            return True
         self._challenge = challenge
         self._on_challenge(held, event.status)
         return True
@@ -296,6 +307,17 @@ class Authorization(DeviceFlow):
         self._scope = oauth.union_scopes(self._scope, self._granted_scope, wanted)
         self._guard(self._identify, False)
 
+    def _with_nonce(self, held: Held) -> None:
+        """The MCP server asked for a DPoP nonce (kept by ``handle``): ``held`` goes again
+        with it, once, as soon as there is a token; not a new authorization."""
+        held.nonced = True
+        held.connection.probe_deadline = None
+        self._held.add(held)
+        if self.phase is AuthPhase.REFUSED:
+            self._refuse_held()
+        elif self.phase is AuthPhase.AUTHORIZED:
+            self._held.send_all()
+
     def _waiting_out(self, held: Held) -> bool:
         """Whether the authorization server asked to be left alone (``Retry-After`` on a 429
         or 503, RFC 9110 §10.2.3) for longer than now: then ``held`` fails at once with that
@@ -334,6 +356,11 @@ class Authorization(DeviceFlow):
         (HTTP 429, 5xx, a redirect, which the client does not follow: RFC 9728 §3, RFC 8414
         §3 and RFC 6749 §3.2 name the URL to use), or the flow's next step."""
         status = fetch.status
+        if self._dpop is not None:  # RFC 9449 §8: a nonce asked for, the request sent again
+            again = self._dpop.token_answer(fetch.phase, status, fetch.headers, bytes(fetch.body))
+            if again is not None:
+                self._start(again)
+                return
         if status in (408, 429) or status >= 500 or 300 <= status < 400:
             retry_after = parse_retry_after(find_header(fetch.headers, "retry-after"))
             self._fetch_failed(fetch, f"answered HTTP {status}", retry_after)

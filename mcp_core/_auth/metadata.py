@@ -251,10 +251,13 @@ def bearer_challenge(value: str | None) -> AuthChallenge | None:
     """The first ``Bearer`` challenge of a ``WWW-Authenticate`` value (``None`` without one):
     what MCP reads on a 401 (``resource_metadata``, ``scope``; 2025-11-25
     ``basic/authorization`` "Protected Resource Metadata Discovery Requirements") and on a 403
-    (``error="insufficient_scope"``, ``scope``; "Scope Challenge Handling")."""
+    (``error="insufficient_scope"``, ``scope``; "Scope Challenge Handling"). Without one, the
+    first ``DPoP`` challenge (RFC 9449 §7.1), read the same way."""
     if not value:
         return None
-    return next((c for c in parse_www_authenticate(value) if c.scheme == "bearer"), None)
+    challenges = parse_www_authenticate(value)
+    found = next((c for c in challenges if c.scheme == "bearer"), None)
+    return found or next((c for c in challenges if c.scheme == "dpop"), None)
 
 
 def _skip(text: str, i: int, chars: str) -> int:
@@ -406,6 +409,7 @@ class AuthorizationServerMetadata:
     token_endpoint_auth_signing_alg_values_supported: tuple[str, ...] | None = None
     client_id_metadata_document_supported: bool = False
     authorization_response_iss_parameter_supported: bool = False
+    dpop_signing_alg_values_supported: tuple[str, ...] | None = None  # RFC 9449 §5.1
 
     def supports_grant(self, grant_type: str) -> bool:
         """Whether the server lists ``grant_type``; RFC 8414 §2: an absent
@@ -518,6 +522,9 @@ def parse_authorization_server_metadata(body: bytes, *, issuer: str) -> Authoriz
         ),
         authorization_response_iss_parameter_supported=_flag(
             document, "authorization_response_iss_parameter_supported", what
+        ),
+        dpop_signing_alg_values_supported=_strings(
+            document, "dpop_signing_alg_values_supported", what
         ),
     )
 

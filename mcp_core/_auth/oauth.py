@@ -517,10 +517,10 @@ def _token_request(endpoint: str, auth: ClientAuth, fields: list[tuple[str, str]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TokenResponse:
-    """A successful token answer (RFC 6749 §5.1). ``token_type`` is ``"Bearer"`` (it was
-    compared without case, RFC 6749 §5.1 / RFC 6750 §4). ``expires_in`` is seconds or ``None``;
-    ``scope`` is what was granted (RFC 6749 §5.1: when the answer omits it, the requested scope
-    given to ``parse_token_response``). ``repr`` hides both tokens."""
+    """A successful token answer (RFC 6749 §5.1). ``token_type`` is ``"Bearer"`` or ``"DPoP"``
+    (RFC 9449 §5; compared without case, RFC 6749 §5.1 / RFC 6750 §4). ``expires_in`` is
+    seconds or ``None``; ``scope`` is what was granted (RFC 6749 §5.1: when the answer omits
+    it, the requested scope given to ``parse_token_response``). ``repr`` hides both tokens."""
 
     access_token: str
     token_type: str = "Bearer"
@@ -542,11 +542,11 @@ def parse_token_response(
     """Check a token endpoint answer (RFC 6749 §5.1, §5.2). ``AuthorizationFailed`` with the
     OAuth ``error`` code as ``error_code`` (``invalid_grant``: the refresh token or code is no
     longer good) for an error answer; without a code for a status that is not 2xx, a body that
-    is not a JSON object, no ``access_token``, a ``token_type`` other than Bearer (DPoP is an
-    extension this client does not speak) or an ``expires_in`` that is not a whole number of
-    seconds. Lenient where the official Python SDK's ``OAuthToken`` is: a missing
-    ``token_type`` is read as Bearer (RFC 6749 §5.1 requires it; some servers leave it out),
-    and ``expires_in`` may be a numeric string or a whole float."""
+    is not a JSON object, no ``access_token``, a ``token_type`` other than Bearer or DPoP
+    (RFC 9449 §5; whether a proof asked for it is the caller's check) or an ``expires_in``
+    that is not a whole number of seconds. Lenient where the official Python SDK's
+    ``OAuthToken`` is: a missing ``token_type`` is read as Bearer (RFC 6749 §5.1 requires it;
+    some servers leave it out), and ``expires_in`` may be a numeric string or a whole float."""
     document = _answer(status, body, "the token endpoint")
     access_token = document.get("access_token")
     token_type = document.get("token_type")
@@ -556,10 +556,12 @@ def parse_token_response(
     if not isinstance(access_token, str) or not access_token:
         raise AuthorizationFailed(None, "the token answer has no access_token")
     if token_type is not None and (
-        not isinstance(token_type, str) or token_type.lower() != "bearer"
+        not isinstance(token_type, str) or token_type.lower() not in ("bearer", "dpop")
     ):
         shown = _excerpt(token_type) if isinstance(token_type, str) else "not a string"
-        raise AuthorizationFailed(None, f"the token answer's token_type is {shown!r}, not Bearer")
+        raise AuthorizationFailed(
+            None, f"the token answer's token_type is {shown!r}, not Bearer or DPoP"
+        )
     if (isinstance(expires_in, str) and expires_in.isdigit()) or (
         isinstance(expires_in, float) and expires_in.is_integer()
     ):
@@ -572,6 +574,7 @@ def parse_token_response(
         raise AuthorizationFailed(None, "the token answer's refresh_token or scope is not a string")
     return TokenResponse(
         access_token=access_token,
+        token_type="DPoP" if token_type is not None and token_type.lower() == "dpop" else "Bearer",
         expires_in=expires_in,
         refresh_token=refresh_token or None,
         scope=scope if scope is not None else requested_scope,

@@ -53,7 +53,10 @@ class OAuthSettings:
     ``request_timeout`` bounds each request of the authorization layer (metadata, registration,
     token), and never past the connect attempt's own deadline. ``allow_insecure_http``: send a
     bearer token to a plain ``http://`` MCP server that is not on this machine (refused
-    otherwise, RFC 6750 §5.3)."""
+    otherwise, RFC 6750 §5.3). ``dpop``: DPoP (RFC 9449; SEP-1932), ``"prefer"`` where the
+    authorization server lists ES256 in ``dpop_signing_alg_values_supported``, ``"require"``
+    (``AuthorizationFailed`` where it does not), ``"off"``; a driver that signs proofs says so
+    to ``from_spec``, which resolves the spec's ``"auto"``."""
 
     client_id: str | None = None
     client_secret: str | None = None
@@ -72,6 +75,7 @@ class OAuthSettings:
     idp_issuer: str | None = None  # to find idp_token_endpoint in its metadata (RFC 8414/OIDC)
     idp_client_id: str | None = None
     idp_client_secret: str | None = None
+    dpop: Literal["off", "prefer", "require"] = "off"
 
     def __post_init__(self) -> None:
         if not self.request_timeout > 0:
@@ -85,13 +89,19 @@ class OAuthSettings:
         )
 
     @classmethod
-    def from_spec(cls, spec: Spec, *, interactive: bool = True) -> OAuthSettings | None:
+    def from_spec(
+        cls, spec: Spec, *, interactive: bool = True, dpop_signer: bool = False
+    ) -> OAuthSettings | None:
         """What ``spec``'s ``oauth`` mapping says, or ``None`` when OAuth is off for it (a
         stdio server, an ``Authorization`` header, or ``oauth: {enabled: false}``): the
-        machine's ``oauth=``. ``private_key`` is true when a ``key_file`` is set."""
+        machine's ``oauth=``. ``private_key`` is true when a ``key_file`` is set.
+        ``dpop_signer``: whether the driver signs DPoP proofs (``StartHttp.dpop``); without
+        one, ``dpop: "auto"`` is off (plain Bearer) and ``dpop: true`` still requires it (the
+        driver refuses the client)."""
         if not spec.oauth_enabled:
             return None
         oauth = spec.oauth
+        dpop = oauth.get("dpop", "auto")
         return cls(
             client_id=oauth.get("client_id"),
             client_secret=oauth.get("client_secret"),
@@ -106,4 +116,5 @@ class OAuthSettings:
             idp_issuer=oauth.get("idp_issuer"),
             idp_client_id=oauth.get("idp_client_id"),
             idp_client_secret=oauth.get("idp_client_secret"),
+            dpop="require" if dpop is True else "prefer" if dpop_signer and dpop else "off",
         )

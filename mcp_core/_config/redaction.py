@@ -40,6 +40,7 @@ OAUTH_KEYS = (
     "timeout",
     "allow_insecure_http",
     *ENTERPRISE_KEYS,
+    "dpop",
 )
 OAUTH_TEXT = (
     "client_id",

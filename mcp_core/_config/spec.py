@@ -136,7 +136,9 @@ class Spec:
     ``timeout`` (seconds each request of the authorization layer may take, 10 by default,
     never past the connect attempt's ``init_timeout``), ``allow_insecure_http`` (send a
     bearer token to a plain ``http://`` server that is not on this machine: refused unless
-    true, RFC 6750 §5.3) and ``enabled``: OAuth runs for every
+    true, RFC 6750 §5.3), ``dpop`` (``"auto"``, the default: bind tokens to a key of the
+    client's, RFC 9449 DPoP, where the authorization server supports it and the driver can
+    sign; true: require it; false: never) and ``enabled``: OAuth runs for every
     URL server without an ``Authorization`` header unless ``enabled`` is false, in which case
     a 401 is a permanent connect failure. ``client_secret`` is redacted wherever a spec is
     shown.
@@ -691,6 +693,13 @@ def _check_oauth(value: object, http: bool, headers: Mapping[str, str]) -> Mappi
     problem = enterprise_problem(value, grant)
     if problem is not None:
         raise _Problem(*problem)
+    dpop = value.get("dpop", "auto")
+    if dpop != "auto" and type(dpop) is not bool:
+        raise _Problem(
+            f"oauth['dpop'] must be \"auto\", true or false, got {_kind(dpop)}",
+            "auto (the default) binds tokens to a key (DPoP, RFC 9449) where the authorization "
+            "server supports it",
+        )
     metadata_url = value.get("client_metadata_url")
     if metadata_url is not None and not is_client_id_metadata_url(metadata_url):
         raise _Problem(

@@ -30,13 +30,13 @@ reaches this layer as the 401/403 it handles today.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urljoin, urlsplit
 
 from .._config.spec import Spec
-from .._vocabulary.actions import AbortHttp, Action, StartHttp
+from .._vocabulary.actions import AbortHttp, Action, DpopProof, StartHttp
 from .._vocabulary.errors import (
     ConnectFailed,
     InvalidResponse,
@@ -153,6 +153,8 @@ class HttpTransport:
         self._jitter = Jitter(spec.jitter_seed)  # the listening GET's backoff
         # ``Bearer <token>`` once the authorization layer has one; sent on every MCP request.
         self.authorization: str | None = None
+        # A DPoP-bound token's: the proof each request carries (method, URL), RFC 9449 §7.
+        self.proof: Callable[[str, str], DpopProof] | None = None
 
     # --- what the session asks ---------------------------------------------------------------
 
@@ -347,13 +349,15 @@ class HttpTransport:
         self._next_stream += 1
         self._links[connection.index].streams[self._next_stream] = stream
         self._stream_connections[self._next_stream] = connection
+        url, proof = url or self._url, self.proof
         self._out.append(
             StartHttp(
                 stream=self._next_stream,
                 method=method,
-                url=url or self._url,
+                url=url,
                 headers=headers,
                 body=body,
+                dpop=None if proof is None else proof(method, url),
             )
         )
 

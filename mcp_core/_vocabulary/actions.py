@@ -26,6 +26,7 @@ __all__ = [
     "Action",
     "Authorize",
     "CloseStdin",
+    "DpopProof",
     "ElicitationComplete",
     "HandleServerRequest",
     "ListChanged",
@@ -146,6 +147,25 @@ class Log(Action):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DpopProof:
+    """What the DPoP proof (RFC 9449 §4.2; SEP-1932) of one ``StartHttp`` must say. The driver
+    signs it with the client's key right before sending (ES256, header ``typ: dpop+jwt`` and the
+    public ``jwk``; claims ``jti`` and ``iat`` its own, and these) and adds it as the ``DPoP``
+    header. ``htu`` has no query or fragment; ``ath`` (requests to the MCP server) is the
+    base64url SHA-256 of the access token; ``nonce`` the server's latest ``DPoP-Nonce``.
+    ``repr`` hides ``ath``."""
+
+    htm: str
+    htu: str
+    ath: str | None = None
+    nonce: str | None = None
+
+    def __repr__(self) -> str:
+        ath = None if self.ath is None else REDACTED
+        return f"DpopProof(htm={self.htm!r}, htu={self.htu!r}, ath={ath!r}, nonce={self.nonce!r})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StartHttp(Action):
     """Send one HTTP request and stream its response back as ``HttpResponseStarted``, then
     ``HttpBodyReceived`` chunks, then ``HttpResponseEnded`` (or ``HttpFailed`` at any point).
@@ -171,6 +191,8 @@ class StartHttp(Action):
     # The body and the answer hold credentials (a token request, a registration): never log
     # them; a recording keeps neither (``SessionMachine.is_secret`` says so of its events).
     secret: bool = False
+    # A DPoP proof the driver signs and adds as the ``DPoP`` header (RFC 9449), or None.
+    dpop: DpopProof | None = None
 
     def __repr__(self) -> str:
         """The URL without userinfo, query or fragment, the headers with the values of
@@ -184,7 +206,7 @@ class StartHttp(Action):
         return (
             f"StartHttp(stream={self.stream!r}, method={self.method!r}, "
             f"url={redact_url(self.url)!r}, headers={headers!r}, body={body}, "
-            f"secret={self.secret!r})"
+            f"secret={self.secret!r}{'' if self.dpop is None else f', dpop={self.dpop!r}'})"
         )
 
 

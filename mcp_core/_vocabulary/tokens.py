@@ -13,7 +13,7 @@ strict, because a store is a file a person can edit: a field of the wrong type i
 fields are ignored, so a record written by a newer version still loads.
 
 Nothing here holds a secret in a ``repr``: the client secret and both tokens show as
-``[redacted]``.
+``[redacted]``, and so does a DPoP key.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ __all__ = ["InMemoryTokenStore", "StoredAuthorization", "TokenStore"]
 
 # Fields that must be a non-empty string, and fields that may also be None.
 _REQUIRED_TEXT = ("issuer", "client_id", "token_type")
-_OPTIONAL_TEXT = ("client_secret", "access_token", "refresh_token", "scope")
+_OPTIONAL_TEXT = ("client_secret", "access_token", "refresh_token", "scope", "dpop_key")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +52,9 @@ class StoredAuthorization:
     expires_at: float | None = None
     scope: str | None = None
     token_type: str = "Bearer"
+    # ``token_type`` "DPoP": the tokens are bound to this key (RFC 9449), the driver's private
+    # JWK as JSON. The driver puts it in and takes it out: the core never holds it.
+    dpop_key: str | None = None
 
     def __post_init__(self) -> None:
         for name in _REQUIRED_TEXT:
@@ -79,12 +82,17 @@ class StoredAuthorization:
             f"client_secret={hidden(self.client_secret)!r}, "
             f"access_token={hidden(self.access_token)!r}, "
             f"refresh_token={hidden(self.refresh_token)!r}, expires_at={self.expires_at!r}, "
-            f"scope={self.scope!r}, token_type={self.token_type!r})"
+            f"scope={self.scope!r}, token_type={self.token_type!r}, "
+            f"dpop_key={hidden(self.dpop_key)!r})"
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The record as a JSON object (every field, ``None`` as null)."""
-        return {item.name: getattr(self, item.name) for item in fields(self)}
+        """The record as a JSON object (every field, ``None`` as null; ``dpop_key`` only when
+        there is one)."""
+        record = {item.name: getattr(self, item.name) for item in fields(self)}
+        if record["dpop_key"] is None:
+            del record["dpop_key"]
+        return record
 
     @classmethod
     def from_json(cls, document: object) -> StoredAuthorization:

@@ -60,6 +60,7 @@ ACTIONS = [
     "SignAssertion",
     "ObtainAssertion",
     "CloseStdin",
+    "DpopProof",
     "ElicitationComplete",
     "HandleServerRequest",
     "ListChanged",

@@ -1320,7 +1320,7 @@ def test_token_response_parses() -> None:
         (200, doc(token_type="Bearer"), None, ["no access_token"]),
         (200, doc(access_token="", token_type="Bearer"), None, ["no access_token"]),
         (200, doc(access_token="x", token_type=1), None, ["'not a string'", "not Bearer"]),
-        (200, doc(access_token="x", token_type="DPoP"), None, ["'DPoP', not Bearer"]),
+        (200, doc(access_token="x", token_type="MAC"), None, ["'MAC', not Bearer or DPoP"]),
         (200, doc(access_token="x", token_type="Bearer", expires_in=-1), None, ["expires_in"]),
         (200, doc(access_token="x", token_type="Bearer", expires_in=1.5), None, ["expires_in"]),
         (200, doc(access_token="x", token_type="Bearer", expires_in=-6.0), None, ["expires_in"]),

@@ -55,7 +55,8 @@ def test_repr_hides_the_secret_and_both_tokens() -> None:
     assert text == (
         "StoredAuthorization(issuer='https://auth.example.com', client_id='client-1', "
         "client_secret='[redacted]', access_token='[redacted]', refresh_token='[redacted]', "
-        "expires_at=1900000000.5, scope='mcp:read offline_access', token_type='Bearer')"
+        "expires_at=1900000000.5, scope='mcp:read offline_access', token_type='Bearer', "
+        "dpop_key=None)"
     )
     bare = StoredAuthorization(issuer="https://a", client_id="c")
     assert "client_secret=None, access_token=None, refresh_token=None" in repr(bare)
