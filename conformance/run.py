@@ -291,7 +291,8 @@ def check_against_suite(expectations: list[Expectation]) -> None:
     """``SetupError`` unless each set's scored entries are exactly what the suite requires and
     its unscored entries are scenarios the suite runs for that set without scoring,
     (``extension: true``) ``[extension]`` scenarios of the suite, or (``older: true``)
-    scenarios of an older revision that no set names, under that revision."""
+    scenarios of an older revision that no set names, under that revision; and unless every
+    client scenario of the suite is in the file."""
     problems = []
     catalogue = suite_catalogue()
     for revision in sorted({e.revision for e in expectations}):
@@ -313,6 +314,10 @@ def check_against_suite(expectations: list[Expectation]) -> None:
         for e in ours:
             if not (e.scored or e.extension or e.older) and e.scenario not in unscored:
                 problems.append(f"{revision}: the suite does not run {e.scenario} for this set")
+    listed = {e.scenario for e in expectations}
+    for name in sorted(set(catalogue) - listed):  # every client scenario of the suite runs
+        tags = ",".join(catalogue[name])
+        problems.append(f"the suite has {name} [{tags}], which expected.json lacks")
     if problems:
         raise SetupError("expected.json does not match the suite:\n  " + "\n  ".join(problems))
 
