@@ -19,23 +19,9 @@ import pytest
 from mcp_core.driver import token_store_key
 from tests.cli.test_cli import on_a_terminal, run
 from tests.servers.http_peers import HttpPeer
-from tests.servers.test_py_auth_server_smoke import http, json_of
+from tests.servers.test_device_auth_server_smoke import CLIENT_ID, issued, origin, stats
 
 pytestmark = pytest.mark.timeout(90)
-
-CLIENT_ID = "device-test-client"
-
-
-def origin(peer: HttpPeer) -> str:
-    return peer.url.rsplit("/", 1)[0]
-
-
-def stats(peer: HttpPeer) -> dict[str, int]:
-    return dict(json_of(http("GET", f"{origin(peer)}/test/stats")))
-
-
-def issued(peer: HttpPeer) -> dict[str, list[str]]:
-    return dict(json_of(http("GET", f"{origin(peer)}/test/secrets")))
 
 
 def config(tmp_path: Path, peer: HttpPeer, **oauth: Any) -> Path:

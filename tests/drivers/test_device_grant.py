@@ -23,23 +23,10 @@ import mcp_core as core
 import mcp_sync
 from tests.drivers.facade import Facade
 from tests.servers.http_peers import HttpPeer
-from tests.servers.test_py_auth_server_smoke import http, json_of
+from tests.servers.test_device_auth_server_smoke import CLIENT_ID, issued, origin, stats
+from tests.servers.test_py_auth_server_smoke import http
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-
-CLIENT_ID = "device-test-client"
-
-
-def origin(peer: HttpPeer) -> str:
-    return peer.url.rsplit("/", 1)[0]
-
-
-def stats(peer: HttpPeer) -> dict[str, int]:
-    return dict(json_of(http("GET", f"{origin(peer)}/test/stats")))
-
-
-def issued(peer: HttpPeer) -> dict[str, list[str]]:
-    return dict(json_of(http("GET", f"{origin(peer)}/test/secrets")))
 
 
 def decide(peer: HttpPeer, user_code: str, verdict: str = "approve") -> None:

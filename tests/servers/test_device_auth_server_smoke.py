@@ -82,6 +82,23 @@ class Device:
         return self.post_form("/token", fields)
 
 
+# For the client tests (tests/drivers, tests/cli): what the server saw and issued.
+
+
+def origin(peer: HttpPeer) -> str:
+    return peer.url.rsplit("/", 1)[0]
+
+
+def stats(peer: HttpPeer) -> dict[str, int]:
+    """``GET /test/stats``: the device authorizations, polls and outcomes counted."""
+    return dict(json_of(http("GET", f"{origin(peer)}/test/stats")))
+
+
+def issued(peer: HttpPeer) -> dict[str, list[str]]:
+    """``GET /test/secrets``: every device code, user code and token issued."""
+    return dict(json_of(http("GET", f"{origin(peer)}/test/secrets")))
+
+
 def whoami(url: str, access_token: str) -> dict[str, Any]:
     mcp = Mcp(url, access_token)
     mcp.initialize()

@@ -62,6 +62,20 @@ class AuthHarness(HttpHarness):
         self.history.extend(out)
         return out
 
+    def recorded(self) -> list[str]:
+        """From now on, every event fed is recorded (as a driver records, credentials left
+        out): the recording's lines."""
+        lines: list[str] = []
+        recorder = Recorder(self.spec, lines.append)
+        feed = self.feed
+
+        def recorded(event: core.Event) -> list[core.Action]:
+            recorder.record(event, secret=self.machine.is_secret(event))
+            return feed(event)
+
+        self.feed = recorded  # type: ignore[method-assign]
+        return lines
+
     def requests(self) -> list[core.StartHttp]:
         """The session's own requests (to the MCP server), not the authorization layer's."""
         return [r for r in super().requests() if r.url == SERVER]
@@ -480,16 +494,8 @@ def test_held_requests_follow_the_caller() -> None:
 
 
 def test_secrets_stay_out_of_recordings_and_reprs() -> None:
-    lines: list[str] = []
     h = AuthHarness()
-    recorder = Recorder(h.spec, lines.append)
-    feed = h.feed
-
-    def recorded(event: core.Event) -> list[core.Action]:
-        recorder.record(event, secret=h.machine.is_secret(event))
-        return feed(event)
-
-    h.feed = recorded  # type: ignore[method-assign]
+    lines = h.recorded()
     h.login()
     assert any(isinstance(a, core.SaveAuthorization) for a in h.history)
     actions = json.dumps([encode_action(a) for a in h.history])

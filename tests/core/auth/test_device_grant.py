@@ -14,7 +14,7 @@ import pytest
 
 import mcp_core as core
 from mcp_core._auth import device
-from mcp_core.replay import Recorder, encode_action
+from mcp_core.replay import encode_action
 from mcp_core.states import AUTH_TABLE, AuthPhase, AuthStep
 from tests.core.auth.test_authorization import (
     AS_METADATA,
@@ -420,16 +420,8 @@ def test_an_expired_token_is_refreshed_as_today() -> None:
 
 
 def test_the_device_code_and_the_user_code_stay_out_of_recordings_reprs_and_status() -> None:
-    lines: list[str] = []
     h = harness()
-    recorder = Recorder(h.spec, lines.append)
-    feed = h.feed
-
-    def recorded(event: core.Event) -> list[core.Action]:
-        recorder.record(event, secret=h.machine.is_secret(event))
-        return feed(event)
-
-    h.feed = recorded  # type: ignore[method-assign]
+    lines = h.recorded()
     waiter = to_the_code(h)
     poll(h, 400, {"error": "authorization_pending"})
     poll(h, 400, {"error": "access_denied"})

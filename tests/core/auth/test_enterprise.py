@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import mcp_core as core
-from mcp_core.replay import Recorder, encode_action
+from mcp_core.replay import encode_action
 from mcp_core.states import AuthPhase
 from tests.core.auth.test_authorization import (
     AS_METADATA,
@@ -316,16 +316,8 @@ def test_a_stored_refresh_token_is_used_first_and_when_refused_both_legs_run() -
 
 
 def test_secrets_never_reach_a_recording_a_repr_or_a_status() -> None:
-    lines: list[str] = []
     h = harness({**OAUTH, "idp_client_secret": IDP_SECRET})
-    recorder = Recorder(h.spec, lines.append)
-    feed = h.feed
-
-    def recorded(event: core.Event) -> list[core.Action]:
-        recorder.record(event, secret=h.machine.is_secret(event))
-        return feed(event)
-
-    h.feed = recorded  # type: ignore[method-assign]
+    lines = h.recorded()
     to_the_id_jag(h)
     leg1 = h.fetch(IDP_TOKEN)
     h.respond(leg1, 200, ID_JAG_ANSWER)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import mcp_core as core
-from mcp_core.replay import Recorder, encode_action
+from mcp_core.replay import encode_action
 from mcp_core.states import AuthPhase
 from tests.core.auth.test_authorization import (
     AS_METADATA,
@@ -147,16 +147,8 @@ def test_an_expired_token_is_exchanged_again_with_a_fresh_jwt_once() -> None:
 
 
 def test_the_jwt_never_reaches_a_recording_a_repr_or_a_status() -> None:
-    lines: list[str] = []
     h = harness(client_id="w")
-    recorder = Recorder(h.spec, lines.append)
-    feed = h.feed
-
-    def recorded(event: core.Event) -> list[core.Action]:
-        recorder.record(event, secret=h.machine.is_secret(event))
-        return feed(event)
-
-    h.feed = recorded  # type: ignore[method-assign]
+    lines = h.recorded()
     to_the_assertion(h)
     signed = core.AssertionSigned(now=h.now, assertion=JWT)
     h.feed(signed)
