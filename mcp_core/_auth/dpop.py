@@ -6,10 +6,11 @@ The core never holds a key. It decides which requests carry a proof and what the
 to the MCP server, the latest ``nonce``); the driver signs it with the client's EC P-256 key
 (ES256), adds ``jti``, ``iat`` and the public ``jwk``, and sends it as the ``DPoP`` header.
 
-- Token requests (code exchange, refresh, ``client_credentials``, ``jwt_bearer``) carry a proof
-  once the authorization server lists ES256 in ``dpop_signing_alg_values_supported`` (RFC 9449
-  §5.1) and the settings allow it (``OAuthSettings.dpop``: ``prefer``, or ``require``, which
-  refuses a server that does not list it).
+- Token requests (code exchange, refresh, ``client_credentials``, ``jwt_bearer``, a device
+  login's polls) carry a proof once the authorization server lists ES256 in
+  ``dpop_signing_alg_values_supported`` (RFC 9449 §5.1) and the settings allow it
+  (``OAuthSettings.dpop``: ``prefer``, or ``require``, which refuses a server that does not
+  list it).
 - A token answered with ``token_type: DPoP`` is bound: every MCP request (POST, the GET
   stream, DELETE) carries a proof with its ``ath`` and ``Authorization: DPoP <token>``
   (RFC 9449 §7.1). One answered ``Bearer`` is not: no proofs (RFC 9449 §5: the server may
@@ -49,7 +50,7 @@ __all__ = [
 
 # The one algorithm the client signs proofs with (its key is EC P-256): SEP-1932 names ES256.
 ALGORITHM = "ES256"
-_TOKEN_PHASES = (AuthPhase.EXCHANGING, AuthPhase.REFRESHING)
+_TOKEN_PHASES = (AuthPhase.EXCHANGING, AuthPhase.REFRESHING, AuthPhase.POLLING)
 # The most of a DPoP-Nonce value kept: RFC 9449 §8 makes it an opaque NQCHAR string, short.
 _MAX_NONCE = 512
 _NQCHAR = frozenset(chr(c) for c in range(0x21, 0x7F) if chr(c) not in '"\\')

@@ -460,3 +460,27 @@ def test_settings_come_from_the_spec() -> None:
     spec = core.Spec(name="s", url=SERVER, oauth={"grant": "device_code", "client_id": "d"})
     settings = core.OAuthSettings.from_spec(spec)
     assert settings == core.OAuthSettings(grant="device_code", client_id="d")
+
+
+def test_polls_carry_dpop_proofs_and_a_bound_token_is_used_as_one() -> None:
+    """DPoP (RFC 9449) rides each poll as any token request, its nonce too; the token the
+    approval brings is bound, so the MCP requests carry ``Authorization: DPoP``."""
+    h = harness(dpop="prefer")
+    h.feed(core.Connect(now=h.now))
+    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
+    h.discover(server={**DEVICE_METADATA, "dpop_signing_alg_values_supported": ["ES256"]})
+    h.respond(h.fetch(DEVICE_URL), 200, ANSWER)
+    nonce = (("DPoP-Nonce", "as-nonce-1"),)
+    h.take()
+    h.fire_due()
+    asked = h.fetch(TOKEN_URL)
+    assert asked.dpop is not None and (asked.dpop.htm, asked.dpop.htu) == ("POST", TOKEN_URL)
+    assert asked.dpop.nonce is None and asked.dpop.ath is None
+    h.take()
+    h.respond(asked, 400, {"error": "use_dpop_nonce"}, headers=nonce)
+    again = h.fetch(TOKEN_URL)  # at once, with the nonce: not a poll of its own
+    assert again.dpop is not None and again.dpop.nonce == "as-nonce-1"
+    h.respond(again, 200, {**TOKEN, "token_type": "DPoP"})
+    init = h.request("initialize")
+    assert h.header(init, "Authorization") == "DPoP dev-tok"
+    assert init.dpop is not None and init.dpop.ath is not None
