@@ -42,7 +42,7 @@ requests it holds ``held.py``'s, its own ``fetch.py``'s.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._config.oauth_settings import OAuthSettings
@@ -200,13 +200,19 @@ class Authorization(DeviceFlow):
                 self._on_fetch_event(event, fetch)
                 return
         if type(event) is HttpResponseStarted:
-            if self._dpop is not None:
-                self._dpop.saw(event.headers)
+            if self._inner.proof is not None:  # a DPoP-bound token: keep the server's nonce
+                self._saw_nonce(event.headers)
             resent = self._held.resent
             before = resent.pop(event.stream, None) if resent else None
             if (event.status == 401 or event.status == 403) and self._refused(event, before):
                 return
         self._inner.handle(event)
+
+    def _saw_nonce(self, headers: Sequence[tuple[str, str]]) -> None:
+        """An answer of the MCP server while the token is DPoP-bound (only then do its
+        requests carry proofs, so only then is its nonce read: RFC 9449 §9)."""
+        assert self._dpop is not None
+        self._dpop.saw(headers)
 
     def _refused(self, event: HttpResponseStarted, before: Held | None) -> bool:
         """A 401, or a 403 that asks for more scope, to a POST of the session: take it from
