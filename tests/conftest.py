@@ -415,12 +415,13 @@ def _auth_server_url(line: str) -> str | None:
     return match.group(1) if match else None
 
 
-@pytest.fixture(name="py_auth_server")
-def _py_auth_server() -> Iterator[Callable[..., HttpPeer]]:
+def _auth_peers(argv: Callable[..., list[str]]) -> Iterator[Callable[..., HttpPeer]]:
+    """A fixture's ``start(*flags)`` for an authorization test server that prints its URL;
+    every peer it started is stopped at the end."""
     peers: list[HttpPeer] = []
 
     def start(*flags: str) -> HttpPeer:
-        peer = HttpPeer(py_auth_server_argv(*flags), _auth_server_url, dict(os.environ))
+        peer = HttpPeer(argv(*flags), _auth_server_url, dict(os.environ))
         peers.append(peer)
         peer.wait_ready()  # the printed URL, with a deadline; PeerStartError with its output
         return peer
@@ -428,18 +429,13 @@ def _py_auth_server() -> Iterator[Callable[..., HttpPeer]]:
     yield start
     for peer in peers:
         peer.stop()
+
+
+@pytest.fixture(name="py_auth_server")
+def _py_auth_server() -> Iterator[Callable[..., HttpPeer]]:
+    yield from _auth_peers(py_auth_server_argv)
 
 
 @pytest.fixture(name="device_auth_server")
 def _device_auth_server() -> Iterator[Callable[..., HttpPeer]]:
-    peers: list[HttpPeer] = []
-
-    def start(*flags: str) -> HttpPeer:
-        peer = HttpPeer(device_auth_server_argv(*flags), _auth_server_url, dict(os.environ))
-        peers.append(peer)
-        peer.wait_ready()  # the printed URL, with a deadline; PeerStartError with its output
-        return peer
-
-    yield start
-    for peer in peers:
-        peer.stop()
+    yield from _auth_peers(device_auth_server_argv)

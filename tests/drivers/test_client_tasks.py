@@ -13,40 +13,22 @@ task id, the polls and the result, so what the client served is checked on the s
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.conftest import children_of, everything_argv, wait_until
 from tests.drivers.facade import Facade
+
+# The same fixtures as the tasks the client asks for: a client of server-everything over stdio
+# or Streamable HTTP (``connect``), and no child process left after each test.
+from tests.drivers.test_tasks import _connect, _no_children_left  # noqa: F401
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 SAMPLING = "trigger-sampling-request-async"
 ELICITATION = "trigger-elicitation-request-async"
 RELATED = "io.modelcontextprotocol/related-task"
-
-
-@pytest.fixture(autouse=True)
-def no_children_left() -> Iterator[None]:
-    yield
-    wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
-
-
-@pytest.fixture(params=["stdio", "http"])
-def connect(request: pytest.FixtureRequest, everything_http: Any) -> Callable[..., Facade]:
-    """A client of server-everything for the test's driver, over stdio or Streamable HTTP."""
-    driver = request.getfixturevalue("driver")
-
-    def make(**fields: Any) -> Facade:
-        if request.param == "stdio":
-            argv = everything_argv()
-            return Facade(driver, command=argv[0], args=argv[1:], **fields)
-        return Facade(driver, url=everything_http("streamableHttp").url, **fields)
-
-    return make
 
 
 def sample(params: dict[str, Any]) -> dict[str, Any]:

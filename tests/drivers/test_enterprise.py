@@ -17,6 +17,7 @@ import pytest
 
 import mcp_core as core
 from tests.drivers.facade import Facade
+from tests.drivers.test_workload_identity import callback_of
 from tests.servers.enterprise_server import (
     CLIENT_ID,
     ID_JAG_TYPE,
@@ -75,19 +76,8 @@ async def test_both_legs_from_an_id_token_file_read_afresh_and_nothing_leaks(
 
 
 def id_token_callback(driver: str, server: EnterpriseServer, issued: list[str]) -> Any:
-    """``assertion=`` for ``driver``: async on mcp_asyncio, plain on mcp_sync."""
-
-    def blocking() -> str:
-        issued.append(server.id_token())
-        return issued[-1]
-
-    if driver == "sync":
-        return blocking
-
-    async def awaited() -> str:
-        return blocking()
-
-    return awaited
+    """``assertion=`` for ``driver``: the user's current ID token each call."""
+    return callback_of(driver, server.id_token, issued)
 
 
 async def test_the_callback_the_idp_secret_and_client_secret_post(driver: str) -> None:

@@ -33,14 +33,14 @@ STAGES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def no_children_left() -> Iterator[None]:
+@pytest.fixture(name="no_children_left", autouse=True)
+def _no_children_left() -> Iterator[None]:
     yield
     wait_until(lambda: children_of(os.getpid()) == [], 10, message="no child process left")
 
 
-@pytest.fixture(params=["stdio", "http"])
-def connect(request: pytest.FixtureRequest, everything_http: Any) -> Callable[..., Facade]:
+@pytest.fixture(name="connect", params=["stdio", "http"])
+def _connect(request: pytest.FixtureRequest, everything_http: Any) -> Callable[..., Facade]:
     """A client of server-everything for the test's driver, over stdio or Streamable HTTP."""
     driver = request.getfixturevalue("driver")
 

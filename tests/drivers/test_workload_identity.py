@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,12 +128,12 @@ async def test_a_server_without_the_grant_is_refused_before_the_file_is_read(
         assert flows(server) == []
 
 
-def assertion_callback(driver: str, issued: list[str], audience: str) -> Any:
-    """An ``assertion=`` callback for ``driver``: async on mcp_asyncio, plain on mcp_sync; a
-    fresh JWT each call."""
+def callback_of(driver: str, make: Callable[[], str], issued: list[str]) -> Any:
+    """An ``assertion=`` callback for ``driver``, async on mcp_asyncio and plain on mcp_sync,
+    answering ``make()`` each call and keeping what it gave in ``issued``."""
 
     def blocking() -> str:
-        issued.append(workload_jwt(audience, jti=f"n{len(issued)}"))
+        issued.append(make())
         return issued[-1]
 
     if driver == "sync":
@@ -142,6 +143,11 @@ def assertion_callback(driver: str, issued: list[str], audience: str) -> Any:
         return blocking()
 
     return awaited
+
+
+def assertion_callback(driver: str, issued: list[str], audience: str) -> Any:
+    """An ``assertion=`` callback for ``driver``: a fresh workload JWT each call."""
+    return callback_of(driver, lambda: workload_jwt(audience, jti=f"n{len(issued)}"), issued)
 
 
 async def test_the_assertion_callback_supplies_a_fresh_jwt_for_each_exchange(driver: str) -> None:
