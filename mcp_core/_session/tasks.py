@@ -74,6 +74,7 @@ _LEGACY_NEEDS = {
     "tasks/get": (),
     "tasks/result": (),
 }
+_ENDED = ("completed", "failed", "cancelled")  # the terminal statuses of both versions
 # SEP-2663 removed these two: a 2026-07-28 server has no such method.
 _LEGACY_ONLY = ("tasks/list", "tasks/result")
 
@@ -276,17 +277,22 @@ class Tasks:
         assert following is not None
         if status.poll_interval is not None:
             following.poll_interval = self._interval(status)
+        # What changed: the server's new message, else the status itself. A task that ends
+        # is reported by its status last, after a message the poll had not seen yet (the
+        # server may end a task without changing the message of its last stage).
+        said: list[str] = []
         if (status.status, status.message) != (following.status, following.message):
-            # What changed: the server's new message, else the status itself.
-            said = status.message if status.message != following.message else None
-            following.status, following.message = status.status, status.message
+            if status.message and status.message != following.message:
+                said.append(status.message)
+            if not said or (status.status != following.status and status.status in _ENDED):
+                said.append(status.status.replace("_", " "))
+        following.status, following.message = status.status, status.message
+        for message in said:
             following.changes += 1
             if work.progress:
                 self._out.append(
                     ProgressUpdate(
-                        ticket=work.ticket,
-                        progress=float(following.changes),
-                        message=said or status.status.replace("_", " "),
+                        ticket=work.ticket, progress=float(following.changes), message=message
                     )
                 )
         if status.status == "cancelled":

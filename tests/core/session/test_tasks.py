@@ -113,6 +113,22 @@ def test_a_required_tool_is_called_as_a_task_and_followed_to_its_result() -> Non
     assert h.machine.in_flight == 0 and h.machine.next_deadline() is None
 
 
+def test_a_task_that_ends_as_its_last_stage_begins_reports_both() -> None:
+    """server-everything ends its research task with its last stage's message left as it
+    was: a poll that never saw that stage at work reports the message, then the end."""
+    h = legacy()
+    list_tools(h, required("research"))
+    ticket = h.call("research", {"topic": "x"}, progress=True)
+    h.answer(h.last_request("tools/call")["id"], {"task": task(statusMessage="stage 1")})
+    h.take()
+    h.fire_due()
+    h.answer(h.last_request("tasks/get")["id"], task("completed", statusMessage="stage 2"))
+    updates = [(p.progress, p.message) for p in h.of(core.ProgressUpdate)]
+    assert updates == [(2.0, "stage 2"), (3.0, "completed")]
+    h.answer(h.last_request("tasks/result")["id"], TEXT_RESULT)
+    assert h.result(ticket).text == "hi"
+
+
 def test_an_optional_tool_is_called_plainly_unless_asked_and_false_never_asks() -> None:
     h = legacy()
     list_tools(h, required("quick", "optional"), required("research"))
