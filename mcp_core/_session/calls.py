@@ -137,7 +137,7 @@ class Calls:
         # must not subscribe again what the caller has since given up.
         self._withdrawn: set[int] = set()
         self.tasks = Tasks(
-            spec, connections, asks, capabilities, session, out, self.finish, self._call_done
+            spec, connections, asks, capabilities, session, out, self.finish, self.call_done
         )
 
     @property
@@ -515,7 +515,7 @@ class Calls:
                 ),
             )
         elif isinstance(work, CallWork):
-            self._call_done(work, result)
+            self.call_done(work, result)
         elif isinstance(work, ListWork):
             self._on_list_page(connection, work, result)
         elif isinstance(work, RequestWork) and work.method == "ping" and not work.raw:
@@ -530,7 +530,7 @@ class Calls:
                 self.subscriptions[str(params.get("uri"))] = None
             self.finish(work, answer, error=problem)
 
-    def _call_done(self, work: CallWork, result: Mapping[str, Any]) -> None:
+    def call_done(self, work: CallWork, result: Mapping[str, Any]) -> None:
         """A call's final result (straight, or its task's): checked, then answered."""
         value, problem = call_result(result)
         if value is not None and value.structured_content is not None and not value.is_error:

@@ -10,6 +10,14 @@ acknowledged, a request the server cancelled, a URL elicitation completed, or a 
 (``notifications/message``, as a ``Log`` action on the ``mcp.server.<name>`` logger). A list
 that changed drops the client's cache of it, then (for a machine built with
 ``list_changed=True``) becomes a ``ListChanged`` action for the application's callback.
+
+The fast lane. Most of what a busy session receives is the result of a ``tools/call`` in
+flight, so ``decoded`` looks for that first, before the message is classified: an object
+with an integer ``id`` the connection waits on for a call that follows no task, a ``result``
+object that is a final one (no ``task``, no ``resultType`` other than ``"complete"``), and
+neither ``method`` nor ``error``. Such an answer goes straight to the call's completion, the
+very step the general path (``rpc.classify``, ``received``, ``Calls.answer``) ends in, so the
+actions are the same, in the same order; anything else takes the general path unchanged.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._transport.connection import DISCOVER, INITIALIZE, Connection, Work
+from .._transport.work import CallWork
 from .._vocabulary.actions import Action, ListChanged, Log, ResourceUpdated
 from .._wire import jsonrpc as rpc
 from .calls import Calls
@@ -73,6 +82,24 @@ class Inbox:
         self._out = out
         self._server_logger = server_logger
         self._list_changed = list_changed  # ListChanged actions wanted
+
+    def decoded(self, connection: Connection, item: object) -> None:
+        """One decoded JSON value (never a batch: the transport unpacks arrays) arrived on
+        ``connection``: the fast lane, else the general path (see the module docstring)."""
+        if type(item) is dict and "method" not in item and "error" not in item:
+            request_id, result = item.get("id"), item.get("result")
+            if type(request_id) is int and type(result) is dict:
+                work = connection.requests.get(request_id)
+                if (
+                    type(work) is CallWork
+                    and work.following is None
+                    and "task" not in result
+                    and result.get("resultType", "complete") == "complete"
+                ):
+                    del connection.requests[request_id]
+                    self._calls.call_done(work, result)
+                    return
+        self.received(connection, rpc.classify(item))
 
     def received(self, connection: Connection, message: rpc.Incoming) -> None:
         """One JSON-RPC message (or an invalid one) arrived on ``connection``."""

@@ -537,6 +537,9 @@ class SessionMachine:
             return
         self._opening.start(connection)
 
+    def decoded(self, connection: Connection, item: object) -> None:
+        self._inbox.decoded(connection, item)
+
     def received(self, connection: Connection, message: rpc.Incoming) -> None:
         self._inbox.received(connection, message)
 

@@ -104,6 +104,9 @@ class Session(Protocol):
     def transport_up(self, connection: Connection) -> None:
         """The connection is ``OPEN``: the process runs, or there is an endpoint to POST to."""
 
+    def decoded(self, connection: Connection, item: object) -> None:
+        """One decoded JSON value (not a batch) arrived on the connection."""
+
     def received(self, connection: Connection, message: rpc.Incoming) -> None:
         """One JSON-RPC message (or an invalid one) arrived on the connection."""
 

@@ -528,7 +528,7 @@ class HttpTransport:
         if isinstance(payload, dict | list):
             items = payload if isinstance(payload, list) else [payload]
             for item in items:
-                self._session.received(connection, rpc.classify(item))
+                self._session.decoded(connection, item)
         else:
             self._session.log("WARNING", f"skipped {where} that is not a JSON-RPC message")
 

@@ -54,7 +54,6 @@ from .._vocabulary.events import (
     WriteFailed,
 )
 from .._vocabulary.phases import Step, StopStage, stop_step
-from .._wire import jsonrpc as rpc
 from .._wire.framing import LineDecoder, Message, NotJson, encode_message
 from .connection import Connection, Session
 from .stdio_parts import INHERITED_ENV, StderrRing
@@ -253,7 +252,7 @@ class StdioTransport:
                 # 2025-03-26 basic/index: implementations "MUST support receiving" batches.
                 items = frame.payload if isinstance(frame.payload, list) else [frame.payload]
                 for item in items:
-                    self._session.received(connection, rpc.classify(item))
+                    self._session.decoded(connection, item)
             elif isinstance(frame, NotJson) and frame.request_id is not None:
                 # Shaped like the answer to a request, but unreadable (invalid UTF-8, nesting
                 # beyond what the reader takes): that request fails now, not at its deadline.
