@@ -326,7 +326,7 @@ def content_from_wire(wire: object) -> ContentBlock:
     without a string ``type``. Unknown types give ``UnknownContent``."""
     d = _mapping(wire, "content block")
     if d.get("type") == "text" and len(d) == 2 and type(text := d.get("text")) is str:
-        return TextContent(text=text)  # the common block, fast: nothing else to check
+        return _plain_text(text)  # the common block, fast: nothing else to check
     kind = _str(d, "type", "content block")
     what = f"{kind} content"
     common: dict[str, Any] = {
@@ -390,12 +390,13 @@ class CallToolResult:
         is_error = d.get("isError")
         if is_error is not None and type(is_error) is not bool:
             _get(d, "isError", what, bool, required=False)  # raises, naming the field
-        return cls(
-            content=tuple([content_from_wire(block) for block in raw_content]),
-            structured_content=d.get("structuredContent"),
-            is_error=is_error is True,
-            meta=_opt_obj(d, "_meta", what) if "_meta" in d else None,
-        )
+        result = _new(cls)  # the hottest result: built as _plain_text explains
+        _SET_CONTENT(result, tuple([content_from_wire(block) for block in raw_content]))
+        _SET_STRUCTURED(result, d.get("structuredContent"))
+        _SET_IS_ERROR(result, is_error is True)
+        _SET_RESULT_META(result, _opt_obj(d, "_meta", what) if "_meta" in d else None)
+        _SET_DATA(result, None)
+        return result
 
     def to_wire(self) -> dict[str, Any]:
         """The result as MCP JSON (2025-11-25 schema, ``CallToolResult``), ``isError`` always
@@ -410,6 +411,29 @@ class CallToolResult:
     def text(self) -> str:
         """The text blocks joined by newlines (``""`` when there is none)."""
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
+
+
+# The answer to a call is the hottest thing the client parses. A frozen dataclass's __init__
+# sets each field through object.__setattr__, which costs twice what setting its slot through
+# the slot's own descriptor does; these two build the same objects that way, every field set.
+_new = object.__new__
+_SET_TEXT = TextContent.__dict__["text"].__set__
+_SET_ANNOTATIONS = TextContent.__dict__["annotations"].__set__
+_SET_TEXT_META = TextContent.__dict__["meta"].__set__
+_SET_CONTENT = CallToolResult.__dict__["content"].__set__
+_SET_STRUCTURED = CallToolResult.__dict__["structured_content"].__set__
+_SET_IS_ERROR = CallToolResult.__dict__["is_error"].__set__
+_SET_RESULT_META = CallToolResult.__dict__["meta"].__set__
+_SET_DATA = CallToolResult.__dict__["data"].__set__
+
+
+def _plain_text(text: str) -> TextContent:
+    """``TextContent(text=text)``, built as the comment above says."""
+    block = _new(TextContent)
+    _SET_TEXT(block, text)
+    _SET_ANNOTATIONS(block, None)
+    _SET_TEXT_META(block, None)
+    return block
 
 
 # --- resources, prompts, completion --------------------------------------------------------------
