@@ -53,7 +53,7 @@ from mcp_core import (
     Tool,
     Unsubscribe,
 )
-from mcp_core.driver import CompletionRef, completion_params, lists_tools_first
+from mcp_core.driver import CompletionRef, completion_params
 from mcp_core.skills import (
     DirectoryListing,
     Skill,
@@ -374,7 +374,7 @@ class Client:
         sent = caller_meta("tools/call", meta, trace)
         reservations = session.reservations
         try:
-            if task is None and lists_tools_first(session.status()):
+            if task is None and session.machine.lists_tools_first:
                 with contextlib.suppress(McpError):  # a hint only: the call says what fails
                     await self.list_tools()
             value = await session.call(

@@ -54,7 +54,7 @@ from mcp_core import (
     Tool,
     Unsubscribe,
 )
-from mcp_core.driver import CompletionRef, completion_params, lists_tools_first
+from mcp_core.driver import CompletionRef, completion_params
 from mcp_core.skills import (
     DirectoryListing,
     Skill,
@@ -373,7 +373,7 @@ class Client:
         sent = caller_meta("tools/call", meta, trace)
         reservations = session.reservations
         try:
-            if task is None and lists_tools_first(session.status()):
+            if task is None and session.machine.lists_tools_first:
                 with contextlib.suppress(McpError):  # a hint only: the call says what fails
                     self.list_tools()
             value = session.call(

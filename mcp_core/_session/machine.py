@@ -124,6 +124,7 @@ from .server_requests import (
 )
 from .snapshot import snapshot
 from .subscriptions import LISTEN, Subscriptions
+from .tasks import tools_first
 from .transports import build_transport
 
 if TYPE_CHECKING:  # the OAuth layer is imported when a machine needs it (transports.py)
@@ -374,6 +375,11 @@ class SessionMachine:
     @property
     def queued(self) -> int:
         return len(self._admission.queue)
+
+    @property
+    def lists_tools_first(self) -> bool:
+        """``mcp_core.driver.lists_tools_first(status)``, at no cost: asked before each call."""
+        return tools_first(self._calls.tools, self._connections)
 
     def status(self, now: float) -> Status:
         """A snapshot for callers; never changes state (``snapshot.py``)."""

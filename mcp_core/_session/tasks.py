@@ -46,6 +46,7 @@ from .._vocabulary.errors import (
     TaskCancelled,
 )
 from .._vocabulary.events import ServerRequestAnswered
+from .._vocabulary.phases import Phase
 from .._vocabulary.status import Status
 from .._vocabulary.tasks import TaskStatus
 from .._wire import jsonrpc as rpc
@@ -59,6 +60,7 @@ __all__ = [
     "Tasks",
     "lists_tools_first",
     "missing_for_tasks",
+    "tools_first",
 ]
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
@@ -97,11 +99,21 @@ def missing_for_tasks(handshake: Any, method: str) -> str | None:
 def lists_tools_first(status: Status) -> bool:
     """Whether a driver should list the tools before a ``CallTool(task=None)``: a 2025-11-25
     server that runs tool calls as tasks, with no tool list at hand to tell which tools
-    require one (the call would fail, 2025-11-25 server/tools §Tool Execution)."""
+    require one (the call would fail, 2025-11-25 server/tools §Tool Execution).
+    ``SessionMachine.lists_tools_first`` says the same without building a status."""
     if status.era != "legacy" or status.tools is not None or status.capabilities is None:
         return False
     handshake = Handshake("legacy", "", None, status.capabilities)
     return missing_for_tasks(handshake, "tools/call") is None
+
+
+def tools_first(tools: object, connections: Sequence[Connection]) -> bool:
+    """``lists_tools_first`` from what its status would be made of (``snapshot.py``): the
+    tool list and the first ready connection's handshake."""
+    ready = next((c.handshake for c in connections if c.phase is Phase.READY), None)
+    if tools is not None or ready is None or ready.era != "legacy" or not ready.known:
+        return False
+    return missing_for_tasks(ready, "tools/call") is None
 
 
 def task_support(tool: Any) -> str:

@@ -609,10 +609,18 @@ def test_task_status_reads_either_version_and_writes_the_modern_one() -> None:
 
 
 def test_a_driver_lists_the_tools_first_only_where_that_decides_a_task() -> None:
+    def first(h: Harness) -> bool:
+        """The answer both ways: from a status, and the machine's own (asked per call)."""
+        assert h.machine.lists_tools_first is lists_tools_first(h.machine.status(h.now))
+        return h.machine.lists_tools_first
+
     h = legacy()
-    assert lists_tools_first(h.machine.status(h.now)) is True
+    assert first(h) is True
     list_tools(h, required("research"))
-    assert lists_tools_first(h.machine.status(h.now)) is False
-    assert lists_tools_first(legacy({"tools": {}}).machine.status(0.0)) is False
-    assert lists_tools_first(modern().machine.status(0.0)) is False
-    assert lists_tools_first(Harness().machine.status(0.0)) is False
+    assert first(h) is False
+    assert first(legacy({"tools": {}})) is False
+    assert first(modern()) is False
+    assert first(Harness()) is False
+    h = legacy()
+    h.exited()  # no ready connection
+    assert first(h) is False
