@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import McpError
+from .quick_init import quicken
 from .tokens import StoredAuthorization
 from .urls import REDACTED, redact_url
 
@@ -336,3 +337,6 @@ class ShowDeviceCode(Action):
             f"{None if complete is None else redact_url(complete)!r}, "
             f"expires_in={self.expires_in!r})"
         )
+
+
+quicken(globals(), __name__)  # every event and action: quick_init.py says why

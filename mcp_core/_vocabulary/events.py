@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .quick_init import quicken
+
 __all__ = [
     "AUTHORIZATION_EVENTS",
     "DRIVER_REPORTS",
@@ -505,3 +507,6 @@ AUTHORIZATION_EVENTS: frozenset[type[Event]] = frozenset(
     {AuthorizationPrepared, AuthorizationRedirected, AuthorizationAbandoned, AssertionSigned}
 )
 DRIVER_REPORTS = PROCESS_EVENTS | HTTP_EVENTS | AUTHORIZATION_EVENTS
+
+
+quicken(globals(), __name__)  # every event and action: quick_init.py says why
