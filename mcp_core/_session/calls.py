@@ -668,6 +668,24 @@ class Calls:
     def _send_work(
         self, connection: Connection, work: Work, extra: Mapping[str, Any] | None
     ) -> None:
+        # The lane of the most frequent request: a plain 2025-11-25 call (no task, _meta,
+        # progress token or input round), written as the general path below writes it.
+        if (
+            type(work) is CallWork
+            and extra is None
+            and not (work.following or work.declares_tasks or work.meta or work.progress)
+            and not connection.modern
+            and work.name not in self._task_required
+        ):
+            args = work.arguments
+            plain: dict[str, Any] = {"name": work.name}
+            if args is not None:
+                plain["arguments"] = dict(args)
+            self._admission.enter(work, connection)
+            work.sent_at = self._session.now
+            work.sent_extra = None
+            work.request_id = self._session.request(connection, "tools/call", plain, work)
+            return
         params: dict[str, Any] = {}
         meta: dict[str, Any] = dict(work.meta) if work.meta else {}
         capabilities = self._capabilities

@@ -106,3 +106,20 @@ def test_an_answer_to_a_list_a_task_or_an_input_request_is_no_calls_result() -> 
     h.answer(h.last_request("tools/call")["id"], {"resultType": "input_required"})
     assert asking not in h.replies and h.machine.in_flight == 2
     assert [m["params"].get("inputResponses") for m in h.messages()] == [None, {}]
+
+
+def test_a_plain_call_goes_out_as_the_general_path_writes_it() -> None:
+    """The request lane (``Calls._send_work``) writes the bytes the general path writes: the
+    same keys in the same order."""
+    h = connected("legacy")
+    h.call("echo", {"x": 1})
+    h.call("echo", {"x": 1}, meta={"k": "v"})  # the general path: a caller's _meta
+    h.call("echo")
+    lines = [a.data for a in h.of(core.WriteStdin)]
+    assert lines == [
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":'
+        b'{"x":1}}}\n',
+        b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":'
+        b'{"x":1},"_meta":{"k":"v"}}}\n',
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo"}}\n',
+    ]
