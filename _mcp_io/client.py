@@ -38,7 +38,6 @@ from mcp_core import (
 )
 from mcp_core.driver import reservation_facts
 from mcp_core.group import Named, NameTable
-from mcp_core.replay import read_recording
 
 __all__ = [
     "ProgressCallback",
@@ -240,6 +239,8 @@ def replaying_spec(
     the recording. The recording's name and prices are the defaults; the given spec's other
     fields apply, except those that say how to reach a server (``_REACHING``). ``OSError``
     when the recording cannot be read, ``ValueError`` when it is not a recording."""
+    from mcp_core.replay import read_recording  # imported only by a client that replays
+
     path = os.path.abspath(os.fspath(path))
     with open(path, encoding="utf-8") as file:
         recorded, _ = read_recording([file.readline()])

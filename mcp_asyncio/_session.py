@@ -122,13 +122,13 @@ from mcp_core import (
     WriteStdin,
     WrongEventLoop,
 )
-from mcp_core.replay import Recorder
 
 from ._http import HttpExecutor
 from ._process import ProcessSlot, callback_context
 
 if TYPE_CHECKING:
     from _mcp_io.http import Network
+    from mcp_core.replay import Recorder
 
 __all__ = [
     "AssertionCallback",
@@ -429,6 +429,8 @@ class Session:
         if self._record is not None:
             # Closed by the host once its task group has ended.
             file = self._record_file = open(self._record, "w", encoding="utf-8")  # noqa: SIM115
+            from mcp_core.replay import Recorder  # imported only by a session that records
+
             self._recorder = Recorder(
                 self._spec,
                 file.write,

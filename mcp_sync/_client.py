@@ -55,13 +55,6 @@ from mcp_core import (
     Unsubscribe,
 )
 from mcp_core.driver import CompletionRef, completion_params
-from mcp_core.skills import (
-    DirectoryListing,
-    Skill,
-    SkillsListing,
-    read_skill_contents,
-    skill_from_get,
-)
 
 from ._session import (
     AssertionCallback,
@@ -76,6 +69,8 @@ from ._session import (
 
 if TYPE_CHECKING:
     import ssl
+
+    from mcp_core.skills import Skill
 
 __all__ = [
     "AssertionCallback",
@@ -568,6 +563,8 @@ class Client:
         says to refuse (no manifest, more than 512 files or 16 MiB) is left out, with a
         warning on the ``mcp_client.<name>`` logger. A skill that is not listed may still be
         there: ``get_skill`` asks for one by URI."""
+        from mcp_core.skills import SkillsListing  # Skills are imported by the first use
+
         listing = SkillsListing(self._spec.max_list_pages)
         while (params := listing.params()) is not None:
             listing.add(self._request("skills/list", params, timeout, raw=True))
@@ -580,6 +577,8 @@ class Client:
         ``SkillVerificationError``, its fresh manifest. ``JsonRpcError`` (``-32602``) for
         one the server does not have."""
         result = self._request("skills/get", {"uri": uri}, timeout, raw=True)
+        from mcp_core.skills import skill_from_get
+
         return skill_from_get(result)
 
     def read_skill(
@@ -593,6 +592,8 @@ class Client:
         listing: do not use it (``get_skill`` gets a fresh manifest)."""
         uri = skill.resource(path).uri  # an unlisted path raises here, before sending
         result = self.read_resource(uri, timeout=timeout)
+        from mcp_core.skills import read_skill_contents
+
         return read_skill_contents(skill, uri, result)
 
     def read_skill_directory(
@@ -605,6 +606,8 @@ class Client:
         sending unless the server's skills settings say ``directoryRead: true``;
         ``JsonRpcError`` (``-32602``) for a URI that is not a directory. The children never
         extend the skill's manifest: ``read_skill`` still reads only the files it lists."""
+        from mcp_core.skills import DirectoryListing
+
         listing = DirectoryListing(directory, self._spec.max_list_pages)
         while (params := listing.params()) is not None:
             page = self._request("resources/directory/read", params, timeout, raw=True)

@@ -100,13 +100,13 @@ from mcp_core import (
     UsedAfterFork,
     WriteStdin,
 )
-from mcp_core.replay import Recorder
 
 from ._http import HttpExecutor, HttpRequest
 from ._process import ProcessSlot, SharedLoop, Timer
 
 if TYPE_CHECKING:
     from _mcp_io.http import Network
+    from mcp_core.replay import Recorder
 
 __all__ = [
     "AssertionCallback",
@@ -304,6 +304,8 @@ class Session:
             if self._record_path is not None:  # an OSError here leaves the client unstarted
                 record_file = open(self._record_path, "w", encoding="utf-8")  # noqa: SIM115
                 own.record_file = record_file
+                from mcp_core.replay import Recorder  # imported only by a session that records
+
                 self._recorder = Recorder(
                     self._spec,
                     record_file.write,
