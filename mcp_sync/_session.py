@@ -198,7 +198,9 @@ class _Owned:
         # Once the client was collected without stop(): whether a _reap took it (under
         # _REAP_LOCK), and when it is done.
         self.claimed = False
-        self.reaped = threading.Event()
+        # Made when the client is forgotten (an Event holds about 1.2 KiB, and most clients
+        # are stopped): set once a _reap is done with it.
+        self.reaped: threading.Event | None = None
 
 
 class Session:
@@ -854,6 +856,7 @@ def _forgotten(own: _Owned) -> None:
     if timer is not None:
         timer.cancel()  # an attribute set: no lock
     if own.timers is not None:  # None only once a stop() got as far as its teardown
+        own.reaped = threading.Event()
         _REAPING.add(own)
         own.timers.hand_over(partial(_start_reaper, own))
     # Past weakref.finalize, the warning points where the last reference was dropped.
@@ -924,7 +927,8 @@ def _reap(owns: list[_Owned]) -> None:
     finally:
         for own in mine:
             _REAPING.discard(own)
-            own.reaped.set()
+            if own.reaped is not None:  # every client _reap gets was forgotten first
+                own.reaped.set()
 
 
 @atexit.register
@@ -946,7 +950,8 @@ def _at_exit() -> None:
     forgotten = [own for own in _REAPING.copy() if own.origin.here()]
     _reap(forgotten)  # those a reaper thread did not claim yet
     for own in forgotten:  # and those it did
-        own.reaped.wait(3 * own.grace + _JOIN_BOUND)
+        if own.reaped is not None:
+            own.reaped.wait(3 * own.grace + _JOIN_BOUND)
     for session, waiter in closing:
         try:
             if waiter is not None:
