@@ -1,7 +1,7 @@
 """The core's cost per call, its two halves apart: ``handle(CallTool)`` to ``WriteStdin`` (the
 request) and ``handle(StdoutReceived)`` to ``Reply`` (the answer), in the loop of the core
-suite (``bench/clients/worker.py`` ``run_core``: legacy stdio, 256 in flight, answers in
-64 KiB chunks). Wall time of ``handle`` only, median of ``--repeats`` runs.
+suite (``bench/clients/worker.py`` ``run_core``, which times them apart: legacy stdio, 256 in
+flight, answers in 64 KiB chunks). Wall time of ``handle`` only, median of ``--repeats`` runs.
 
     .venv/bin/python bench/core_halves.py [--n 50000] [--repeats 5]
 """
@@ -9,49 +9,15 @@ suite (``bench/clients/worker.py`` ``run_core``: legacy stdio, 256 in flight, an
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import time
 
-import mcp_core as core
-from bench.clients.worker import _legacy_ready
+from bench.clients.worker import run_core
 
 
 def halves(n: int, window: int = 256, chunk: int = 65536) -> tuple[float, float]:
     """Microseconds per call spent in the request half and in the answer half."""
-    spec = core.Spec(name="core", command="server", era="legacy", pool_size=window)
-    machine = core.SessionMachine(spec)
-    _legacy_ready(machine, core, 1.0)
-    arguments = {"text": "hello"}
-    ticket = 0
-    request_s = answer_s = 0.0
-    clock = time.perf_counter
-    while ticket < n:
-        calls = [
-            core.CallTool(now=1.0, ticket=ticket + i + 1, name="echo", arguments=arguments)
-            for i in range(window)
-        ]
-        ticket += window
-        written: list[core.Action] = []
-        started = clock()
-        for call in calls:
-            written += machine.handle(call)
-        request_s += clock() - started
-        answers = b"".join(
-            b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"hello"}]}}\n'
-            % json.loads(action.data)["id"]
-            for action in written
-            if isinstance(action, core.WriteStdin)
-        )
-        events = [
-            core.StdoutReceived(now=1.0, slot=0, generation=1, data=answers[i : i + chunk])
-            for i in range(0, len(answers), chunk)
-        ]
-        started = clock()
-        for event in events:
-            machine.handle(event)
-        answer_s += clock() - started
-    return request_s / ticket * 1e6, answer_s / ticket * 1e6
+    result = run_core({"mode": "core", "n": n, "window": window, "chunk": chunk})
+    return result["request_us"], result["answer_us"]
 
 
 def main() -> None:

@@ -79,3 +79,13 @@ def test_http_smoke() -> None:
     records = run_http.smoke()
     assert records
     _assert_all_answered(records)
+
+
+def test_core_halves_time_both_halves_of_every_call() -> None:
+    from bench import core_halves
+    from bench.clients.worker import run_core
+
+    result = run_core({"mode": "core", "n": 600, "window": 256, "chunk": 65536})
+    assert result["answered"] == 600  # every call answered, in rounds of 256
+    request, answer = core_halves.halves(600)
+    assert request > 0 and answer > 0
