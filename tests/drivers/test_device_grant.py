@@ -54,6 +54,15 @@ def recorder(driver: str, shown: list[Any]) -> Any:
     return keep
 
 
+async def refused(driver: str, url: str, **fields: Any) -> core.ConnectFailed:
+    """The ``ConnectFailed`` a device login's client gets on entering (``fields``: the
+    callback, or ``interactive``)."""
+    with pytest.raises(core.ConnectFailed) as info:
+        async with Facade(driver, url=url, oauth=device(), **fields):
+            pass
+    return info.value
+
+
 async def test_approved_after_polls_and_the_call_goes_through(
     driver: str, device_auth_server: Any
 ) -> None:
@@ -115,12 +124,7 @@ async def test_slow_down_grows_the_interval_for_good(driver: str, device_auth_se
 
 async def test_the_user_says_no(driver: str, device_auth_server: Any) -> None:
     peer = device_auth_server("--interval", "0", "--auto-deny-after", "2")
-    with pytest.raises(core.ConnectFailed) as info:
-        async with Facade(
-            driver, url=peer.url, oauth=device(), on_device_code=recorder(driver, [])
-        ):
-            pass
-    error = info.value
+    error = await refused(driver, peer.url, on_device_code=recorder(driver, []))
     assert error.permanent and isinstance(error.cause, core.AuthorizationFailed)
     assert error.cause.error_code == "access_denied" and "denied" in str(error)
     counts = stats(peer)
@@ -130,14 +134,10 @@ async def test_the_user_says_no(driver: str, device_auth_server: Any) -> None:
 async def test_an_expired_code_says_to_log_in_again(driver: str, device_auth_server: Any) -> None:
     # The code lives 1 s, the first poll is due after 5: the client gives up at the expiry.
     peer = device_auth_server("--interval", "5", "--expires-in", "1")
-    with pytest.raises(core.ConnectFailed) as info:
-        async with Facade(
-            driver, url=peer.url, oauth=device(), on_device_code=recorder(driver, [])
-        ):
-            pass
-    cause = info.value.cause
+    failed = await refused(driver, peer.url, on_device_code=recorder(driver, []))
+    cause = failed.cause
     assert isinstance(cause, core.AuthorizationFailed) and cause.error_code == "expired_token"
-    assert "log in again" in str(info.value)
+    assert "log in again" in str(failed)
     assert (stats(peer)["device_authorizations"], stats(peer)["polls"]) == (1, 0)
 
 
@@ -147,14 +147,12 @@ async def test_a_callback_that_raises_ends_the_login(driver: str, device_auth_se
     def broken(code: Any) -> None:
         raise RuntimeError(f"cannot show {code.user_code}")
 
-    with pytest.raises(core.ConnectFailed) as info:
-        async with Facade(driver, url=peer.url, oauth=device(), on_device_code=broken):
-            pass
-    cause = info.value.cause
+    failed = await refused(driver, peer.url, on_device_code=broken)
+    cause = failed.cause
     assert isinstance(cause, core.AuthorizationRequired)
     assert "on_device_code callback raised RuntimeError" in str(cause)
     [user_code] = issued(peer)["user_codes"]
-    assert user_code not in str(info.value)
+    assert user_code not in str(failed)
 
 
 async def test_without_a_callback_the_code_goes_to_stderr(
@@ -173,10 +171,8 @@ async def test_a_client_that_asks_no_one_is_refused_before_any_code(
     driver: str, device_auth_server: Any
 ) -> None:
     peer = device_auth_server("--interval", "0")
-    with pytest.raises(core.ConnectFailed) as info:
-        async with Facade(driver, url=peer.url, oauth=device(), interactive=False):
-            pass
-    assert isinstance(info.value.cause, core.AuthorizationRequired)
+    failed = await refused(driver, peer.url, interactive=False)
+    assert isinstance(failed.cause, core.AuthorizationRequired)
     assert stats(peer)["device_authorizations"] == 0
 
 

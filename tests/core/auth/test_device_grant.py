@@ -57,14 +57,26 @@ def harness(fields: dict[str, Any] | None = None, **settings: Any) -> AuthHarnes
     return AuthHarness(oauth=core.OAuthSettings(grant="device_code", **settings), **fields)
 
 
+def to_discovery(
+    h: AuthHarness,
+    server: dict[str, Any] = DEVICE_METADATA,
+    wait: bool = True,
+    timeout: float = 3600.0,
+) -> int | None:
+    """Connect, the 401, discovery with ``server`` as the authorization server's metadata;
+    the ticket of a readiness wait (``wait``) started first."""
+    h.feed(core.Connect(now=h.now))
+    waiter = h.await_ready(timeout=timeout) if wait else None
+    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
+    h.discover(server=server)
+    return waiter
+
+
 def to_the_code(
     h: AuthHarness, answer: dict[str, Any] = ANSWER, wait: bool = True, timeout: float = 3600.0
 ) -> int | None:
     """Connect, the 401, discovery, the device authorization answered: the code is shown."""
-    h.feed(core.Connect(now=h.now))
-    waiter = h.await_ready(timeout=timeout) if wait else None
-    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
-    h.discover(server=DEVICE_METADATA)
+    waiter = to_discovery(h, wait=wait, timeout=timeout)
     h.respond(h.fetch(DEVICE_URL), 200, answer)
     return waiter
 
@@ -201,11 +213,8 @@ def test_an_expired_code_says_to_log_in_again(how: str) -> None:
 
 def test_a_server_without_a_device_endpoint_is_refused() -> None:
     h = harness()
-    h.feed(core.Connect(now=h.now))
-    waiter = h.await_ready()
-    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
     metadata = {k: v for k, v in DEVICE_METADATA.items() if k != "device_authorization_endpoint"}
-    h.discover(server=metadata)
+    waiter = to_discovery(h, metadata)
     cause = connect_failure(h, waiter)
     assert isinstance(cause, core.AuthorizationFailed)
     assert cause.error_code == "unsupported_grant_type"
@@ -215,10 +224,7 @@ def test_a_server_without_a_device_endpoint_is_refused() -> None:
 
 def test_a_client_that_asks_no_one_gets_authorization_required() -> None:
     h = harness(interactive=False)
-    h.feed(core.Connect(now=h.now))
-    waiter = h.await_ready()
-    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
-    h.discover(server=DEVICE_METADATA)
+    waiter = to_discovery(h)
     cause = connect_failure(h, waiter)
     assert isinstance(cause, core.AuthorizationRequired)
     assert "device login" in cause.message and "mcp-client login t" in cause.message
@@ -227,9 +233,7 @@ def test_a_client_that_asks_no_one_gets_authorization_required() -> None:
 
 def test_without_a_client_id_it_registers_for_the_device_grant() -> None:
     h = harness(client_id=None)
-    h.feed(core.Connect(now=h.now))
-    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
-    h.discover(server={**DEVICE_METADATA, "registration_endpoint": f"{ISSUER}/register"})
+    to_discovery(h, {**DEVICE_METADATA, "registration_endpoint": f"{ISSUER}/register"}, wait=False)
     register = h.fetch(f"{ISSUER}/register")
     document = json.loads(register.body or b"")
     assert document["grant_types"] == [GRANT, "refresh_token"]
@@ -240,20 +244,14 @@ def test_without_a_client_id_it_registers_for_the_device_grant() -> None:
 
 def test_without_a_client_id_or_registration_it_asks_for_a_client_id() -> None:
     h = harness(client_id=None)
-    h.feed(core.Connect(now=h.now))
-    waiter = h.await_ready()
-    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
-    h.discover(server=DEVICE_METADATA)
+    waiter = to_discovery(h)
     cause = connect_failure(h, waiter)
     assert isinstance(cause, core.AuthorizationFailed) and "client_id" in cause.message
 
 
 def test_a_refused_device_authorization_is_final() -> None:
     h = harness()
-    h.feed(core.Connect(now=h.now))
-    waiter = h.await_ready()
-    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
-    h.discover(server=DEVICE_METADATA)
+    waiter = to_discovery(h)
     h.respond(h.fetch(DEVICE_URL), 400, {"error": "invalid_client"})
     cause = connect_failure(h, waiter)
     assert isinstance(cause, core.AuthorizationFailed) and cause.error_code == "invalid_client"
@@ -261,10 +259,7 @@ def test_a_refused_device_authorization_is_final() -> None:
 
 def test_a_device_authorization_that_fails_for_now_is_retried_later() -> None:
     h = harness()
-    h.feed(core.Connect(now=h.now))
-    waiter = h.await_ready()
-    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
-    h.discover(server=DEVICE_METADATA)
+    waiter = to_discovery(h)
     h.respond(h.fetch(DEVICE_URL), 503, b"busy")
     assert waiter not in h.replies  # the connect attempt is retried
     status = h.machine.status(h.now)
@@ -389,9 +384,7 @@ def test_a_refused_refresh_starts_a_device_login() -> None:
     h = AuthHarness(
         oauth=core.OAuthSettings(grant="device_code", client_id="device-client"), stored=stored
     )
-    h.feed(core.Connect(now=h.now))
-    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
-    h.discover(server=DEVICE_METADATA)
+    to_discovery(h, wait=False)
     refresh = h.fetch(TOKEN_URL)
     assert h.form(refresh)["grant_type"] == "refresh_token"
     h.respond(refresh, 400, {"error": "invalid_grant"})
@@ -466,9 +459,8 @@ def test_polls_carry_dpop_proofs_and_a_bound_token_is_used_as_one() -> None:
     """DPoP (RFC 9449) rides each poll as any token request, its nonce too; the token the
     approval brings is bound, so the MCP requests carry ``Authorization: DPoP``."""
     h = harness(dpop="prefer")
-    h.feed(core.Connect(now=h.now))
-    h.respond(h.request("initialize"), 401, headers=CHALLENGE)
-    h.discover(server={**DEVICE_METADATA, "dpop_signing_alg_values_supported": ["ES256"]})
+    bound = {**DEVICE_METADATA, "dpop_signing_alg_values_supported": ["ES256"]}
+    to_discovery(h, bound, wait=False)
     h.respond(h.fetch(DEVICE_URL), 200, ANSWER)
     nonce = (("DPoP-Nonce", "as-nonce-1"),)
     h.take()

@@ -218,16 +218,23 @@ def test_a_second_nonce_refusal_of_the_same_request_is_a_refused_token() -> None
     assert not h.of(core.StartHttp)
 
 
-def test_a_nonce_refusal_while_a_token_is_on_its_way_waits_for_it() -> None:
+def two_calls_in_flight() -> tuple[AuthHarness, Any, Any, int]:
+    """A stateless session with a bound token and two calls sent: the harness, the two
+    requests, and the second call's ticket."""
     h = harness(concurrency="stateless")
     to_the_token(h)
     h.token(DPOP_TOKEN)
     ready(h)
     h.call("echo")
     first = h.request("tools/call")
-    h.call("echo")
+    late = h.call("echo")
     second = h.request("tools/call")
     h.take()
+    return h, first, second, late
+
+
+def test_a_nonce_refusal_while_a_token_is_on_its_way_waits_for_it() -> None:
+    h, first, second, _ = two_calls_in_flight()
     h.respond(first, 401, headers=DPOP_CHALLENGE)  # the token is no good: a refresh starts
     assert h.auth_phase is AuthPhase.REFRESHING
     h.respond(second, 401, headers=NONCE_CHALLENGE)
@@ -240,15 +247,7 @@ def test_a_nonce_refusal_while_a_token_is_on_its_way_waits_for_it() -> None:
 
 
 def test_a_nonce_refusal_after_a_refusal_fails_with_it() -> None:
-    h = harness(concurrency="stateless")
-    to_the_token(h)
-    h.token(DPOP_TOKEN)
-    ready(h)
-    h.call("echo")
-    first = h.request("tools/call")
-    late = h.call("echo")
-    second = h.request("tools/call")
-    h.take()
+    h, first, second, late = two_calls_in_flight()
     step_up = (("WWW-Authenticate", 'DPoP error="insufficient_scope", scope="write"'),)
     h.respond(first, 403, headers=step_up)  # a new authorization, which fails
     h.feed(core.AuthorizationAbandoned(now=h.now, reason="no browser"))
