@@ -31,7 +31,6 @@ from .._vocabulary.phases import AuthPhase, AuthStep
 from . import device as device
 from .flow import ANSWERED as FLOW_ANSWERED
 from .flow import Flow
-from .oauth import select_scope
 
 __all__ = ["ANSWERED", "DeviceFlow"]
 
@@ -56,14 +55,7 @@ class DeviceFlow(Flow):
             self._refuse(AuthorizationRequired(self._spec.name, reason))
             return
         endpoint = device.device_endpoint(server)
-        wanted = self._challenge.scope if self._challenge is not None else None
-        metadata = self._resource_metadata
-        scope = self._settings.scope or select_scope(
-            challenge_scope=self._scope or wanted,
-            resource_scopes=metadata.scopes_supported if metadata is not None else None,
-            server_scopes=server.scopes_supported,
-        )
-        self._scope = scope
+        scope = self._choose_scope(server)
         request = device.device_authorization_request(
             endpoint, auth=self._client_auth(None), scope=scope, resource=self._resource_value()
         )

@@ -315,19 +315,26 @@ class Flow:
         else:
             self._authorize(event)
 
+    def _choose_scope(
+        self, server: oauth.AuthorizationServerMetadata, *, wants_refresh: bool = True
+    ) -> str | None:
+        """The ``scope`` a request for a token asks of ``server`` (the spec's, else
+        ``oauth.select_scope``'s choice), kept as the flow's scope."""
+        wanted = self._challenge.scope if self._challenge is not None else None
+        metadata = self._resource_metadata
+        self._scope = self._settings.scope or oauth.select_scope(
+            challenge_scope=self._scope or wanted,
+            resource_scopes=metadata.scopes_supported if metadata is not None else None,
+            server_scopes=server.scopes_supported,
+            wants_refresh=wants_refresh,
+        )
+        return self._scope
+
     def _authorize(self, event: AuthorizationPrepared) -> None:
         """The authorization code flow's request (PKCE S256, state, resource)."""
         server, client = self._server, self._client
         assert server is not None and client is not None
-        wanted = self._challenge.scope if self._challenge is not None else None
-        scope = self._settings.scope or oauth.select_scope(
-            challenge_scope=self._scope or wanted,
-            resource_scopes=self._resource_metadata.scopes_supported
-            if self._resource_metadata is not None
-            else None,
-            server_scopes=server.scopes_supported,
-        )
-        self._scope = scope
+        scope = self._choose_scope(server)
         self._pending = oauth.begin_authorization(
             server,
             client_id=client.client_id,
@@ -394,15 +401,7 @@ class Flow:
             self._move(AuthStep.DISCOVER_IDENTITY_PROVIDER)
             self._fetch_next()
             return
-        wanted = self._challenge.scope if self._challenge is not None else None
-        metadata = self._resource_metadata
-        scope = settings.scope or oauth.select_scope(
-            challenge_scope=self._scope or wanted,
-            resource_scopes=metadata.scopes_supported if metadata is not None else None,
-            server_scopes=server.scopes_supported,
-            wants_refresh=False,
-        )
-        self._scope = scope
+        scope = self._choose_scope(server, wants_refresh=False)
         request = enterprise.token_exchange_request(
             endpoint,
             id_token=id_token,
