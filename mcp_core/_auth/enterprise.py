@@ -21,13 +21,10 @@ ID-JAG and the secrets appear in no message and no ``repr``.
 
 from __future__ import annotations
 
-import base64
-from urllib.parse import quote, urlencode
-
 from .._config.enterprise import EXTENSION
 from .._vocabulary.errors import AuthorizationFailed
 from .clients import ClientAuth, _answer
-from .metadata import AuthorizationServerMetadata, OAuthRequest, require_secure
+from .metadata import AuthorizationServerMetadata, OAuthRequest
 from .oauth import JWT_BEARER_GRANT, _token_request, require_jwt_bearer_grant
 
 __all__ = [
@@ -44,7 +41,6 @@ __all__ = [
 TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"  # RFC 8693 §2.1
 ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
 ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"  # RFC 8693 §3
-_FORM = (("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json"))
 _IDP = "the identity provider's token endpoint"
 
 
@@ -65,7 +61,6 @@ def token_exchange_request(
     ``client_secret_basic`` (RFC 6749 §2.3.1, the method every token endpoint supports).
     ``AuthorizationFailed`` for an endpoint ``require_secure`` refuses (the ID token is a
     credential)."""
-    require_secure(endpoint, "the identity provider's token endpoint")
     fields = [
         ("grant_type", TOKEN_EXCHANGE_GRANT),
         ("requested_token_type", ID_JAG_TYPE),
@@ -74,15 +69,13 @@ def token_exchange_request(
         *([("scope", scope)] if scope is not None else []),
         ("subject_token", id_token),
         ("subject_token_type", ID_TOKEN_TYPE),
-        ("client_id", client_id),
     ]
-    headers: tuple[tuple[str, str], ...] = _FORM
-    if client_secret is not None:
-        pair = f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}"
-        basic = base64.b64encode(pair.encode("utf-8")).decode("ascii")
-        headers = (*headers, ("Authorization", f"Basic {basic}"))
-    body = urlencode(fields, quote_via=quote).encode("ascii")
-    return OAuthRequest(method="POST", url=endpoint, headers=headers, body=body)
+    auth = ClientAuth(
+        client_id=client_id,
+        method="client_secret_basic" if client_secret is not None else "none",
+        client_secret=client_secret,
+    )
+    return _token_request(endpoint, auth, fields, what=_IDP)
 
 
 def parse_id_jag_response(status: int, body: bytes) -> str:

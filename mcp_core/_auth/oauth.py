@@ -487,8 +487,14 @@ def jwt_bearer_token_request(
     return OAuthRequest(method="POST", url=server.token_endpoint, headers=_FORM, body=body)
 
 
-def _token_request(endpoint: str, auth: ClientAuth, fields: list[tuple[str, str]]) -> OAuthRequest:
-    """A form POST to the token endpoint, authenticated per ``auth.method``.
+def _token_request(
+    endpoint: str,
+    auth: ClientAuth,
+    fields: list[tuple[str, str]],
+    what: str = "the token endpoint",
+) -> OAuthRequest:
+    """A form POST to the token endpoint (``what``: whose, for the refusal of an insecure
+    one), authenticated per ``auth.method``.
 
     ``client_id`` is in the body for every method: RFC 6749 §3.2.1 allows it, the official
     Python SDK's client always sends it and its authorization server requires it
@@ -497,7 +503,7 @@ def _token_request(endpoint: str, auth: ClientAuth, fields: list[tuple[str, str]
     (not ``+``), which form decoders and the SDK's plain ``unquote`` both read back as a space.
     ``private_key_jwt`` adds ``client_assertion_type`` and ``client_assertion`` (RFC 7523
     §2.2)."""
-    require_secure(endpoint, "the token endpoint")
+    require_secure(endpoint, what)
     headers: tuple[tuple[str, str], ...] = _FORM
     fields = [*fields, ("client_id", auth.client_id)]
     if auth.method == "client_secret_basic":
