@@ -16,7 +16,8 @@ to the MCP server, the latest ``nonce``); the driver signs it with the client's 
   (RFC 9449 §7.1). One answered ``Bearer`` is not: no proofs (RFC 9449 §5: the server may
   issue a Bearer token).
 - Nonces (RFC 9449 §8, §9): the authorization server's 400 ``use_dpop_nonce`` sends the token
-  request again, once, with the ``DPoP-Nonce`` it gave; the MCP server's 401 with a ``DPoP``
+  request again, once, with the ``DPoP-Nonce`` it gave (a ``private_key_jwt`` request with a
+  newly signed client assertion: ``renew``); the MCP server's 401 with a ``DPoP``
   challenge ``error="use_dpop_nonce"`` sends the request again with its nonce (not a new
   authorization). The latest nonce of each server is kept, from any ``DPoP-Nonce`` header.
 """
@@ -110,6 +111,7 @@ class Dpop:
         self._ath: str | None = None  # of the bound token
         self._request: OAuthRequest | None = None  # the token request last sent
         self._retried = False  # it was sent again with a nonce
+        self._renewing = False  # the next token request is that one again, newly signed
 
     # --- the authorization server ---------------------------------------------------------
 
@@ -130,7 +132,7 @@ class Dpop:
         if not self.active or phase not in _TOKEN_PHASES:
             return None
         if request is not self._request:
-            self._request, self._retried = request, False
+            self._request, self._retried, self._renewing = request, self._renewing, False
         return DpopProof(htm=request.method, htu=htu(request.url), nonce=self.as_nonce)
 
     def token_answer(
@@ -147,6 +149,11 @@ class Dpop:
             return None
         self._retried = True
         return self._request
+
+    def renew(self) -> None:
+        """The request ``token_answer`` gave goes again as a new one (its client assertion
+        signed afresh): it counts as sent again, so a second ``use_dpop_nonce`` is final."""
+        self._renewing = True
 
     # --- the token and the MCP server -----------------------------------------------------
 

@@ -275,17 +275,22 @@ class Flow:
             return
         self._held.count_authorization()
         if self._settings.private_key:
-            assert self._client is not None and self._server is not None
-            self._move(AuthStep.SIGN)
-            self._out.append(
-                SignAssertion(
-                    client_id=self._client.client_id,
-                    audience=self._server.issuer,
-                    algorithms=self._server.token_endpoint_auth_signing_alg_values_supported,
-                )
-            )
+            self._sign()
         else:
             self._request_token(None)
+
+    def _sign(self) -> None:
+        """A fresh ``private_key_jwt`` client assertion from the driver for the token request
+        (RFC 7523 §3: one ``jti`` per assertion, which the server may refuse to see twice)."""
+        assert self._client is not None and self._server is not None
+        self._move(AuthStep.SIGN)
+        self._out.append(
+            SignAssertion(
+                client_id=self._client.client_id,
+                audience=self._server.issuer,
+                algorithms=self._server.token_endpoint_auth_signing_alg_values_supported,
+            )
+        )
 
     def _obtain(self) -> None:
         """Workload identity (SEP-1933): a fresh platform JWT from the driver, for each token

@@ -345,6 +345,8 @@ AUTH_TABLE: Mapping[tuple[AuthPhase, AuthStep], AuthPhase] = {
     (AuthPhase.PREPARING, AuthStep.AUTHORIZE): AuthPhase.AUTHORIZING,
     (AuthPhase.AUTHORIZING, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,
     (AuthPhase.SIGNING, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,
+    # A DPoP nonce asked of a private_key_jwt request: a new client assertion for it.
+    (AuthPhase.EXCHANGING, AuthStep.SIGN): AuthPhase.SIGNING,
     # Enterprise-managed authorization: the ID token (SIGNING) for an ID-JAG, then a token.
     (AuthPhase.SIGNING, AuthStep.EXCHANGE_IDENTITY): AuthPhase.EXCHANGING_IDENTITY,
     (AuthPhase.EXCHANGING_IDENTITY, AuthStep.EXCHANGE): AuthPhase.EXCHANGING,

@@ -21,7 +21,7 @@ import mcp_core as core
 from mcp_core.driver import token_store_key
 from mcp_sync import FileTokenStore
 from tests.drivers.facade import Facade
-from tests.drivers.test_oauth_drivers import authorizer, flows
+from tests.drivers.test_oauth_drivers import _key_pair, authorizer, flows
 from tests.servers.http_dpop_server import DpopServer
 from tests.servers.http_oauth_server import OAuthServer
 
@@ -136,6 +136,22 @@ async def test_a_bearer_answer_means_no_proofs(driver: str) -> None:
             assert (await c.call_tool("echo", {"text": "b"})).text == "b"
         assert server.proof_errors == []  # no proof reached the MCP endpoint
         assert len(server.proofs) == 1  # the token request's
+
+
+async def test_a_nonce_asked_of_a_signed_client_gets_a_new_assertion(
+    driver: str, tmp_path: Path
+) -> None:
+    """The server spends a client assertion even when it asks for a nonce (RFC 7523 §3 lets it
+    refuse a replayed one): the token request goes again with a newly signed assertion."""
+    key_file, public = _key_pair("ec", tmp_path)
+    oauth = {"grant": "client_credentials", "client_id": "signer", "key_file": str(key_file)}
+    with DpopServer(clients={"signer": {"public_key": public}}) as server:
+        async with client(driver, server, oauth=oauth) as c:
+            assert (await c.call_tool("echo", {"text": "signed"})).text == "signed"
+        assert server.proof_errors == []
+        proved = {r.method for r in server.requests if any(n == "dpop" for n, _ in r.headers)}
+        assert "POST" in proved  # the token is bound: MCP requests went with proofs
+        assert flows(server)[:2] == ["nonce:as", "token:client_credentials"]
 
 
 async def test_dpop_false_never_proves(driver: str) -> None:

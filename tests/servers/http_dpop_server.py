@@ -160,6 +160,8 @@ class DpopServer(OAuthServer):
             nonce = self._as_nonce
         if self.nonces and claims.get("nonce") != nonce:
             self._note("nonce:as")
+            if "client_assertion" in form:  # refused, but spent: it cannot come again
+                self.spend_assertion(form["client_assertion"])
             body = {"error": "use_dpop_nonce", "error_description": "a nonce is required"}
             exchange.json(400, body, [("dpop-nonce", nonce)])
             return

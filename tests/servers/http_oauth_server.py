@@ -76,6 +76,7 @@ class OAuthServer(HttpFaultServer):
         self._codes: dict[str, dict[str, str]] = {}
         self._access: dict[str, float] = {}  # token -> expiry (time.monotonic)
         self._refresh: dict[str, str] = {}  # refresh token -> client id
+        self._assertion_ids: set[str] = set()  # client assertions' jti: each used once
         self._log: list[str] = []
         self._secrets: set[str] = {
             c["client_secret"] for c in self._clients.values() if "client_secret" in c
@@ -328,7 +329,21 @@ class OAuthServer(HttpFaultServer):
             )
         except jwt.InvalidTokenError:
             return None
-        return client_id if claims.get("iss") == client_id and claims.get("jti") else None
+        if claims.get("iss") != client_id or not self.spend_assertion(assertion):
+            return None
+        return client_id
+
+    def spend_assertion(self, assertion: str) -> bool:
+        """Note a client assertion's ``jti`` as used; ``False`` when it was before (RFC 7523 §3:
+        the server may refuse a replayed one, and this one does)."""
+        import jwt
+
+        jti = jwt.decode(assertion, options={"verify_signature": False}).get("jti")
+        with self._lock:
+            if not isinstance(jti, str) or not jti or jti in self._assertion_ids:
+                return False
+            self._assertion_ids.add(jti)
+            return True
 
     def _workload_token(self, exchange: _Exchange, form: dict[str, str]) -> None:
         """The RFC 7523 §2.1 jwt-bearer grant: the assertion is the only credential."""

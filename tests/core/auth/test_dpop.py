@@ -396,3 +396,58 @@ def test_mcp_json_takes_dpop() -> None:
     assert spec.oauth["dpop"] is True
     settings = core.OAuthSettings.from_spec(spec)
     assert settings is not None and settings.dpop == "require"
+
+
+
+def signed(h: AuthHarness) -> int:
+    """A client_credentials client with a key_file, to the first signed token request."""
+    h.feed(core.Connect(now=h.now))
+    waiter = h.await_ready()
+    h.respond(h.request("initialize"), 401, headers=DPOP_CHALLENGE)
+    h.discover(server={**DPOP_METADATA, "token_endpoint_auth_methods_supported": [PKJ]})
+    h.take()
+    h.feed(core.AssertionSigned(now=h.now, assertion="first.signed.jwt"))
+    return waiter
+
+
+PKJ = "private_key_jwt"
+SIGNED = core.OAuthSettings(
+    client_id="svc", grant="client_credentials", private_key=True, dpop="prefer"
+)
+
+
+def test_a_nonce_asked_of_a_private_key_jwt_request_gets_a_newly_signed_assertion() -> None:
+    """RFC 7523 §3: a client assertion's ``jti`` is for one use, so the request the nonce
+    sends again carries a new assertion, and a second nonce refusal is still final."""
+    h = AuthHarness(oauth=SIGNED)
+    waiter = signed(h)
+    first = h.fetch(TOKEN_URL)
+    assert h.form(first)["client_assertion"] == "first.signed.jwt"
+    h.take()
+    h.respond(first, 400, AS_NONCE, headers=(("DPoP-Nonce", "as-nonce-1"),))
+    [sign] = h.of(core.SignAssertion)
+    assert (sign.client_id, sign.audience) == ("svc", ISSUER)
+    assert not h.of(core.StartHttp) and h.auth_phase is AuthPhase.SIGNING
+    h.take()
+    h.feed(core.AssertionSigned(now=h.now, assertion="second.signed.jwt"))
+    again = h.fetch(TOKEN_URL)
+    assert h.form(again)["client_assertion"] == "second.signed.jwt"
+    assert again.dpop == core.DpopProof(htm="POST", htu=TOKEN_URL, nonce="as-nonce-1")
+    h.take()
+    h.respond(again, 400, AS_NONCE, headers=(("DPoP-Nonce", "as-nonce-2"),))
+    assert not h.of(core.StartHttp) and not h.of(core.SignAssertion)
+    error = h.error(waiter)
+    assert isinstance(error, core.ConnectFailed)
+    assert isinstance(error.cause, core.AuthorizationFailed)
+    assert error.cause.error_code == "use_dpop_nonce"
+
+
+def test_a_newly_signed_request_answered_with_a_token_binds_it() -> None:
+    h = AuthHarness(oauth=SIGNED)
+    signed(h)
+    h.respond(h.fetch(TOKEN_URL), 400, AS_NONCE, headers=(("DPoP-Nonce", "as-nonce-1"),))
+    h.feed(core.AssertionSigned(now=h.now, assertion="second.signed.jwt"))
+    h.respond(h.fetch(TOKEN_URL), 200, DPOP_TOKEN)
+    init = h.request("initialize")
+    assert h.header(init, "Authorization") == "DPoP tok-1"
+    assert init.dpop == core.DpopProof(htm="POST", htu=SERVER, ath=ATH)
