@@ -24,6 +24,7 @@ instead of the browser step:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from .._vocabulary.actions import ShowDeviceCode
 from .._vocabulary.errors import AuthorizationRequired
@@ -38,7 +39,11 @@ __all__ = ["ANSWERED", "DeviceFlow"]
 class DeviceFlow(Flow):
     """``Flow`` with the device authorization grant; see the module docstring."""
 
-    _device_login: device.DeviceLogin | None = None  # the login under way
+    __slots__ = ("_device_login",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._device_login: device.DeviceLogin | None = None  # the login under way
 
     def _grant(self) -> None:
         if self._settings.grant == "device_code":

@@ -102,6 +102,11 @@ def _nonce_challenge(headers: Sequence[tuple[str, str]]) -> bool:
 class Dpop:
     """One session's DPoP state (see the module docstring); absent when ``dpop`` is off."""
 
+    __slots__ = (
+        "_ath", "_inner", "_renewing", "_request", "_retried", "active", "as_nonce", "mode",
+        "rs_nonce",
+    )  # fmt: skip
+
     def __init__(self, mode: str, inner: HttpTransport) -> None:
         self.mode = mode  # "prefer" or "require"
         self.active = False  # the authorization server takes proofs: token requests carry one

@@ -67,6 +67,15 @@ _EXPIRY_MARGIN = 30.0
 class Flow:
     """The state of one session's authorization and the steps that move it."""
 
+    __slots__ = (
+        "_access_token", "_asked_to_wait", "_candidates", "_challenge", "_client", "_dpop",
+        "_enterprise", "_expires_at", "_failure", "_fetches", "_granted_scope", "_guessed",
+        "_held", "_id_token", "_idp_endpoint", "_inner", "_insecure", "_issuer", "_jwt", "_legacy",
+        "_out", "_pending", "_prepared", "_refresh_token", "_resource", "_resource_metadata",
+        "_scope", "_server", "_session", "_settings", "_spec", "_token_type", "_transient", "_url",
+        "phase",
+    )  # fmt: skip
+
     def __init__(
         self,
         spec: Spec,

@@ -53,6 +53,8 @@ class Held:
 class HeldRequests:
     """The held requests of one session's authorization layer; see the module docstring."""
 
+    __slots__ = ("_init_timeout", "_inner", "_session", "entries", "resent")
+
     def __init__(self, inner: HttpTransport, session: Session, init_timeout: float) -> None:
         self._inner = inner
         self._session = session

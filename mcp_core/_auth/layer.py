@@ -92,6 +92,8 @@ class Authorization(DeviceFlow):
     ``SseTransport``); see the module docstring. Its state and the steps of a flow are
     ``Flow``'s (``flow.py``), the device grant's ``DeviceFlow``'s (``device_flow.py``)."""
 
+    __slots__ = ()
+
     events = HTTP_EVENTS
 
     # --- the transport's calls: most go straight through -------------------------------------

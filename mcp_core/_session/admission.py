@@ -28,6 +28,8 @@ __all__ = ["Admission"]
 class Admission:
     """The window and queue over ``connections``; ``cap()`` is each one's in-flight cap."""
 
+    __slots__ = ("_cap", "_connections", "_deadlines", "_out", "_queue_limit", "queue", "works")
+
     def __init__(
         self,
         connections: Sequence[Connection],

@@ -106,6 +106,12 @@ class Requester(Requests, Protocol):
 class Calls:
     """The caller work of one session; see the module docstring."""
 
+    __slots__ = (
+        "_admission", "_asks", "_capabilities", "_connections", "_designated", "_out", "_schemas",
+        "_session", "_spec", "_task_required", "_tools_by_name", "_withdrawn", "lists",
+        "log_level", "subscriptions", "subscriptions_changed", "tasks",
+    )  # fmt: skip
+
     def __init__(
         self,
         spec: Spec,

@@ -124,6 +124,8 @@ def _ttl(requested: object) -> int:
 class ClientTasks:
     """The tasks this client runs for its server; see the module docstring."""
 
+    __slots__ = ("_by_handle", "_count", "_session", "held", "kinds", "wall_offset")
+
     def __init__(self, handlers: Iterable[str], accept: bool, session: _Session) -> None:
         """``accept``: the requests of the 'sampling' and 'elicitation' ``handlers`` may run
         as tasks (``kinds``; ``ValueError`` when neither is given); otherwise none, and this

@@ -61,6 +61,11 @@ _LIST_CHANGES = {
 class Inbox:
     """Routes what one session's connections receive; see the module docstring."""
 
+    __slots__ = (
+        "_asks", "_calls", "_list_changed", "_log", "_opening", "_out", "_send", "_server_logger",
+        "_subscriptions",
+    )  # fmt: skip
+
     def __init__(
         self,
         calls: Calls,

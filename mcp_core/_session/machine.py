@@ -152,6 +152,15 @@ class SessionMachine:
     from the same one), and writes the verdicts it learns.
     """
 
+    __slots__ = (
+        "_admission", "_asks", "_attempts", "_auth", "_calls", "_capabilities", "_close_deadline",
+        "_close_tickets", "_connect_error", "_connections", "_fail_fast_waiters", "_http",
+        "_inbox", "_jitter", "_last_error", "_logger", "_next_id", "_opening", "_out",
+        "_permanent", "_phase", "_route", "_subscriptions", "_transport", "_waiters",
+        "accept_tasks", "elicitation_modes", "handlers", "known_era", "list_changed", "now",
+        "sampling_tools", "spec",
+    )  # fmt: skip
+
     def __init__(
         self,
         spec: Spec,
@@ -217,39 +226,22 @@ class SessionMachine:
             spec, self._connections, self, self._out, oauth, authorization
         )
         self._opening = Opening(
-            spec,
-            self._transport,
-            self._http,
-            self._capabilities,
-            self,
-            era_cache=era_cache,
-            known_era=known_era,
-        )
+            spec, self._transport, self._http, self._capabilities, self,
+            era_cache=era_cache, known_era=known_era,
+        )  # fmt: skip
         self.known_era = self._opening.known_era  # the verdict this machine started from
         self._calls = Calls(
-            spec,
-            self._connections,
-            self._admission,
-            self._asks,
-            self._capabilities,
-            self,
+            spec, self._connections, self._admission, self._asks, self._capabilities, self,
             self._out,
-        )
+        )  # fmt: skip
         self._subscriptions = Subscriptions(
             self._connections, self._calls, self._capabilities, self, list_changed
         )
         self._calls.subscriptions_changed = self._subscriptions.sync
         self._inbox = Inbox(
-            self._calls,
-            self._asks,
-            self._subscriptions,
-            self._opening,
-            self.send,
-            self.log,
-            self._out,
-            f"mcp.server.{spec.name}",
-            list_changed,
-        )
+            self._calls, self._asks, self._subscriptions, self._opening, self.send, self.log,
+            self._out, f"mcp.server.{spec.name}", list_changed,
+        )  # fmt: skip
         # Each event type's handler, bound once: handle() is on every call's path. The driver's
         # reports of a transport this session does not have are in no route: refused.
         self._route: dict[type[Event], Callable[[Any], None]] = {

@@ -70,6 +70,11 @@ class Opener(Requests, Protocol):
 class Opening:
     """The handshakes of one session's connections; see the module docstring."""
 
+    __slots__ = (
+        "_capabilities", "_era_cache", "_era_key", "_http", "_known_era", "_late", "_session",
+        "_spec", "_transport", "known_era",
+    )  # fmt: skip
+
     def __init__(
         self,
         spec: Spec,

@@ -30,6 +30,8 @@ _Check = Callable[[object], "tuple[str, str] | None"]
 class OutputSchemas:
     """The compiled output schemas of one tool list."""
 
+    __slots__ = ("_compiled", "_log")
+
     def __init__(self, log: Callable[[str, str], None]) -> None:
         self._log = log
         self._compiled: dict[str, _Check | None] = {}

@@ -81,6 +81,11 @@ def answered_requests(
 class ServerRequests:
     """The server's questions in flight to the application, by handle."""
 
+    __slots__ = (
+        "_asked", "_elicitations", "_inputs", "_next_handle", "_out", "_sampling", "handlers",
+        "modes", "sampling_tools", "tasks",
+    )  # fmt: skip
+
     def __init__(
         self,
         handlers: Iterable[str],

@@ -49,6 +49,11 @@ _LISTS = ("tools", "prompts", "resources")
 class Subscriptions:
     """The listen streams of one session's modern connections."""
 
+    __slots__ = (
+        "_again_at", "_calls", "_capabilities", "_connections", "_delay", "_list_changed",
+        "_listening", "_session",
+    )  # fmt: skip
+
     def __init__(
         self,
         connections: Sequence[Connection],

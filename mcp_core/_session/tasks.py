@@ -150,6 +150,11 @@ def unasked_task(name: str, tool: Any, legacy: bool) -> InvalidArguments | None:
 class Tasks:
     """The calls of one session that follow a task; see the module docstring."""
 
+    __slots__ = (
+        "_asks", "_completed", "_connections", "_finish", "_out", "_session", "_spec",
+        "capabilities", "followed",
+    )  # fmt: skip
+
     def __init__(
         self,
         spec: Spec,

@@ -135,6 +135,11 @@ class _Link:
 class HttpTransport:
     """HTTP requests for ``connections`` (an ``SseTransport``); see the module docstring."""
 
+    __slots__ = (
+        "_connections", "_jitter", "_links", "_next_stream", "_out", "_session", "_shown_url",
+        "_spec", "_stream_connections", "_url", "authorization", "proof",
+    )  # fmt: skip
+
     events = HTTP_EVENTS
 
     def __init__(
@@ -184,12 +189,8 @@ class HttpTransport:
         owner = connection.requests.get(request_id) if request_id is not None else None
         if isinstance(owner, CallWork) and owner.headers:
             headers = (*headers, *owner.headers)
-        stream = _Stream(
-            kind="post",
-            request_id=request_id,
-            carried_session=find_header(headers, "mcp-session-id") is not None,
-            message=message,
-        )
+        carried = find_header(headers, "mcp-session-id") is not None
+        stream = _Stream("post", request_id, carried_session=carried, message=message)
         body = encode_message(message)[:-1]
         self._start(connection, stream, "POST", headers, body, link.sse_endpoint)
 

@@ -19,6 +19,8 @@ _MAX_DOUBLINGS = 62
 class Jitter:
     """A splitmix64 generator seeded with ``seed`` (any int; taken modulo 2**64)."""
 
+    __slots__ = ("_state",)
+
     def __init__(self, seed: int) -> None:
         self._state = seed & _MASK
 

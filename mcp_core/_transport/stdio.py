@@ -89,6 +89,8 @@ class _Pipe:
 class StdioTransport:
     """Processes for ``connections`` (a ``Transport``); see the module docstring."""
 
+    __slots__ = ("_connections", "_generations", "_out", "_session", "_spec", "_state")
+
     events = PROCESS_EVENTS
 
     def __init__(

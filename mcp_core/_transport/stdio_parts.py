@@ -67,6 +67,8 @@ class StderrRing:
     write anything to stderr) and starts at a line boundary when it had to cut.
     """
 
+    __slots__ = ("_buffer", "_cut", "limit")
+
     def __init__(self, limit: int = 64 * 1024) -> None:
         if limit < 1:
             raise ValueError("limit must be >= 1")

@@ -76,6 +76,8 @@ class LineDecoder:
     and a ``\\r`` before the newline is ignored (servers on Windows write CRLF).
     """
 
+    __slots__ = ("_discarding", "_head", "_line", "_size", "_tail", "max_message_bytes")
+
     def __init__(self, max_message_bytes: int) -> None:
         if max_message_bytes < 1:
             raise ValueError("max_message_bytes must be >= 1")

@@ -69,6 +69,12 @@ class SseDecoder:
     still apply), and decoding goes on with the next event.
     """
 
+    __slots__ = (
+        "_after_cr", "_at_start", "_closed", "_data", "_data_size", "_event_size", "_id_buffer",
+        "_last_event_id", "_line", "_line_limit", "_line_size", "_retry", "_too_large", "_type",
+        "max_event_bytes",
+    )  # fmt: skip
+
     def __init__(self, max_event_bytes: int) -> None:
         if max_event_bytes < 1:
             raise ValueError("max_event_bytes must be >= 1")
