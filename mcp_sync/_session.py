@@ -50,7 +50,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import IO, TYPE_CHECKING, Any, ParamSpec
+from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec
 
 from _mcp_io.client import ProgressCallback, Reservations, report, settle
 from _mcp_io.device import DeviceCode, show_device_code
@@ -178,7 +178,7 @@ class _Owned:
         self,
         name: str,
         grace: float,
-        http: HttpExecutor,
+        http: HttpExecutor | None,
         browser: BrowserStep,
         updates: queue.SimpleQueue[_Update | None],
     ) -> None:
@@ -209,6 +209,15 @@ class Session:
     Refers to no ``Client``, and the threads that call it back hold it only weakly, so that a
     client its owner dropped without ``stop()`` is collected (the module docstring).
     """
+
+    __slots__ = (
+        "__weakref__", "_armed", "_assertion", "_browser", "_down", "_elicitation_complete",
+        "_finalizer", "_handlers", "_http", "_last_now", "_network", "_old_slots",
+        "_on_device_code", "_on_list_changed", "_origin", "_own", "_peak", "_phase",
+        "_record_path", "_recorder", "_slots", "_solo", "_spec", "_stopped", "_tickets", "_tokens",
+        "_updater", "_updates", "_waiters", "_weak_feed", "_weak_on_timer", "lock", "machine",
+        "on_update", "reservations",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -253,8 +262,9 @@ class Session:
         self.lock = threading.Lock()
         # What the shared threads, HTTP workers and handler threads call back: weakly, so that
         # none of them keeps a client nobody stopped alive (see the module docstring).
-        self._weak_feed = _weakly(self.feed)
-        self._weak_on_timer = _weakly(self._on_timer)
+        weak = weakref.ref(self)
+        self._weak_feed = _weakly(weak, Session.feed)
+        self._weak_on_timer = _weakly(weak, Session._on_timer)
         self._origin: Origin | None = None  # the process that started it
         self._finalizer: weakref.finalize[[_Owned], object] | None = None  # start() to stop()
         self._armed: float | None = None  # the deadline the timer is armed for
@@ -276,19 +286,28 @@ class Session:
         self._solo = True
         self.reservations = Reservations()
         self._recorder: Recorder | None = None
-        self._http = HttpExecutor(
-            self._weak_feed,
-            time.monotonic,
-            pool_size=self._spec.pool_size,
-            network=self._network,
-            feed_many=_weakly(self._feed_many),
+        # Its HTTP requests' threads and connections: none for a server on stdio (its locks
+        # and conditions would be about 3 KiB of every session).
+        self._http = (
+            HttpExecutor(
+                self._weak_feed,
+                time.monotonic,
+                pool_size=self._spec.pool_size,
+                network=self._network,
+                feed_many=_weakly(weak, Session._feed_many),
+            )
+            if spec.transport == "http"
+            else None
         )
         self._own = _Owned(
             self._spec.name, self._spec.shutdown_grace, self._http, self._browser, self._updates
         )
         self._slots = self._own.slots
         self._old_slots = self._own.old_slots
-        self._stopped = threading.Event()
+        self._down = False  # stop() has torn everything down
+        # What a second stop() waits on while the first tears down: made only then (an Event
+        # holds about 1.2 KiB).
+        self._stopped: threading.Event | None = None
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -340,7 +359,13 @@ class Session:
             return
         closing = self._close()
         if closing is None:
-            while not self._stopped.wait(_WAIT_SLICE):
+            with self.lock:
+                if self._down:
+                    return
+                if self._stopped is None:
+                    self._stopped = threading.Event()
+                stopped = self._stopped
+            while not stopped.wait(_WAIT_SLICE):
                 pass  # another thread's stop() is still shutting down
             return
         self._closed(closing)
@@ -355,7 +380,7 @@ class Session:
                 # The machine too, so that its status says closed, not new (its answer:
                 # nothing to stop, and nobody waits for it).
                 self.machine.handle(Close(now=time.monotonic(), ticket=next(self._tickets)))
-                self._stopped.set()
+                self._down = True  # nobody waits: nothing ran
             elif state == "running":
                 self._phase = "stopping"
         if state != "running":
@@ -387,6 +412,7 @@ class Session:
         waiter = self._submit(make, progress)
         try:
             if waiter.http is not None:
+                assert self._http is not None
                 self._http.run(waiter.http, waiter.done)  # its own request, in this thread
             if waiter.reader is not None:
                 # (read without the lock: a caller added before this reply was popped shows)
@@ -399,7 +425,8 @@ class Session:
                 if self._waiters.pop(waiter.ticket, None) is not None:
                     # Gave up before the answer: the machine drops the work, sends no reply.
                     later = self._handle(CancelCall(now=time.monotonic(), ticket=waiter.ticket))
-            self._http.release(waiter.http)  # after the cancel: see HttpExecutor.release
+            if self._http is not None:  # after the cancel: see HttpExecutor.release
+                self._http.release(waiter.http)
             _run(later)
             raise
         assert waiter.reply is not None
@@ -452,7 +479,8 @@ class Session:
         try:
             _run(later)
         except BaseException:
-            self._http.release(waiter.http)  # will not be run here: a worker runs it
+            if self._http is not None:  # will not be run here: a worker runs it
+                self._http.release(waiter.http)
             raise
         return waiter
 
@@ -532,6 +560,7 @@ class Session:
                 if action.slot in self._slots:
                     self._slots[action.slot].signal(action.signal)
             case StartHttp():
+                assert self._http is not None  # a session over HTTP
                 if action.dpop is not None:  # RFC 9449: the proof is signed right before sending
                     action = self._tokens.dpop.sign(action)
                 if caller is not None and caller.http is None:
@@ -539,6 +568,7 @@ class Session:
                 else:
                     self._http.start(action)  # starts a thread; never blocks
             case AbortHttp():
+                assert self._http is not None
                 self._http.abort(action.stream)  # shuts its socket down; never blocks
             case SettleReservation():
                 reservation = self.reservations.take(action.ticket)
@@ -697,7 +727,8 @@ class Session:
             slot.join(deadline)
         if io is not None:
             io.release(deadline)
-        self._http.close(deadline)  # the machine has aborted its requests already
+        if self._http is not None:  # the machine has aborted its requests already
+            self._http.close(deadline)
         self._browser.close()  # a browser step still waiting ends within 0.1 s
         if self._updater is not None:  # it runs the updates already queued, then ends
             self._updates.put(None)
@@ -707,7 +738,9 @@ class Session:
             self._recorder = None
             if own.record_file is not None:
                 own.record_file.close()
-        self._stopped.set()
+            self._down, stopped = True, self._stopped
+        if stopped is not None:
+            stopped.set()
 
 
 Handler = Callable[[Mapping[str, Any]], Mapping[str, Any]]
@@ -819,16 +852,18 @@ def _run_updates(updates: queue.SimpleQueue[_Update | None]) -> None:
             _log.exception("the %s raised", name)
 
 
-def _weakly(method: Callable[P, None]) -> Callable[P, None]:
-    """``method`` of a client, called through a weak reference: whoever holds the result (a
-    shared thread, an HTTP worker) does not keep the client alive; once the client is
-    collected, a call does nothing."""
-    ref = weakref.WeakMethod(method)
+def _weakly(
+    ref: weakref.ref[Session], method: Callable[Concatenate[Session, P], None]
+) -> Callable[P, None]:
+    """``method`` of the session ``ref`` refers to, called through that weak reference: whoever
+    holds the result (a shared thread, an HTTP worker) does not keep the client alive; once
+    the client is collected, a call does nothing. (One reference for all of a session's
+    callbacks: a ``WeakMethod`` each cost about 400 bytes.)"""
 
     def call(*args: P.args, **kwargs: P.kwargs) -> None:
-        bound = ref()
-        if bound is not None:
-            bound(*args, **kwargs)
+        session = ref()
+        if session is not None:
+            method(session, *args, **kwargs)
 
     return call
 
@@ -919,7 +954,8 @@ def _reap(owns: list[_Owned]) -> None:
             for loop in (timers, io):
                 if loop is not None:
                     loop.release(deadline)
-            own.http.close(deadline)
+            if own.http is not None:
+                own.http.close(deadline)
             own.browser.close()
             own.updates.put(None)
             if own.record_file is not None:

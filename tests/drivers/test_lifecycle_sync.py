@@ -545,6 +545,44 @@ def test_a_stopped_or_never_started_client_is_collected_without_a_warning() -> N
     assert [w for w in caught if w.category is ResourceWarning] == []
 
 
+def test_a_second_stop_waits_until_the_first_has_torn_everything_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two threads stop one client: the one that came second returns only once the first has
+    finished (its server reaped), and a stop after both returns at once."""
+    import mcp_sync._session as session_module
+
+    before = children_of(os.getpid())
+    client = _client(fault_server_argv())
+    client.start()
+    client.await_ready(30)
+    (server,) = _servers(before)
+    tearing, go_on = threading.Event(), threading.Event()
+    teardown = session_module.Session._teardown
+
+    def held_teardown(self: Any) -> None:
+        tearing.set()
+        go_on.wait(_DEADLINE)
+        teardown(self)
+
+    monkeypatch.setattr(session_module.Session, "_teardown", held_teardown)
+    first = threading.Thread(target=client.stop)
+    first.start()
+    assert tearing.wait(_DEADLINE)
+    second_done: list[list[int]] = []
+    second = threading.Thread(target=lambda: (client.stop(), second_done.append(_servers(before))))
+    second.start()
+    session = client._session  # type: ignore[attr-defined]
+    wait_until(lambda: session._stopped is not None, _DEADLINE, message="second stop waiting")
+    assert second_done == [] and second.is_alive()
+    go_on.set()
+    first.join(_DEADLINE)
+    second.join(_DEADLINE)
+    assert second_done == [[]]  # by the time it returned, the server was gone
+    assert server not in children_of(os.getpid())
+    client.stop()  # torn down: at once
+
+
 def test_a_forked_child_that_drops_the_parents_client_stops_nothing() -> None:
     # The child's copy of the client is collected there: its finalizer must neither warn nor
     # touch the parent's server.
