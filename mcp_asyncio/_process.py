@@ -91,8 +91,8 @@ class ProcessSlot:
         self._failure: str | None = None  # a write failed: later writes are dropped
         self._watching_stdin = False  # asyncio: a writable callback is registered
         self._wake: anyio.Event | None = None  # trio: set when the writer task has work
-        self._stdout_done: _Flag | None = None  # set at stdout EOF
-        self._stderr_done: _Flag | None = None  # set at stderr EOF
+        self._stdout_done: Flag | None = None  # set at stdout EOF
+        self._stderr_done: Flag | None = None  # set at stderr EOF
         self._stdout_fd = self._stderr_fd = -1
 
     def write(self, data: bytes) -> None:
@@ -218,7 +218,7 @@ class ProcessSlot:
         stdout = self._stdout_fd = process.stdout.fileno()
         stderr = self._stderr_fd = process.stderr.fileno()
         self.process = process
-        self._stdout_done, self._stderr_done = _Flag(self._loop), _Flag(self._loop)
+        self._stdout_done, self._stderr_done = Flag(self._loop), Flag(self._loop)
         try:
             self._feed(
                 ProcessSpawned(
@@ -311,7 +311,7 @@ class ProcessSlot:
         self._stdin = ours
         return process
 
-    async def _pump(self, fd: int, on_readable: Callable[[], None], done: _Flag) -> None:
+    async def _pump(self, fd: int, on_readable: Callable[[], None], done: Flag) -> None:
         """trio: call ``on_readable`` each time ``fd`` is readable, until its EOF."""
         while not done.is_set():
             await anyio.wait_readable(fd)
@@ -378,16 +378,19 @@ class ProcessSlot:
             self._stderr_done.set()
 
 
-class _Flag:
-    """Set once, awaited by the slot's task: a bare future on asyncio (an ``anyio.Event``
-    holds an ``asyncio.Event`` and its deque, about 1 KiB an idle session need not keep),
-    anyio's event on trio."""
+class Flag:
+    """Set once and awaited: a bare future on asyncio (an ``anyio.Event`` holds an
+    ``asyncio.Event`` and its deque, about 760 bytes an idle session need not keep), anyio's
+    event on trio. On asyncio a cancelled wait cancels the future: one with ``shared`` waiters
+    shields it (about 400 bytes per wait), so that one waiter's timeout or cancellation is not
+    every waiter's; one with a single waiter need not."""
 
-    __slots__ = ("_event", "_future")
+    __slots__ = ("_event", "_future", "_shared")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop | None, *, shared: bool = False) -> None:
         self._future = None if loop is None else loop.create_future()
         self._event = anyio.Event() if loop is None else None
+        self._shared = shared
 
     def set(self) -> None:
         if self._future is None:
@@ -406,6 +409,8 @@ class _Flag:
         if self._future is None:
             assert self._event is not None
             await self._event.wait()
+        elif self._shared:
+            await asyncio.shield(self._future)
         else:
             await self._future
 

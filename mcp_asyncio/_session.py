@@ -124,7 +124,7 @@ from mcp_core import (
 )
 
 from ._http import HttpExecutor
-from ._process import ProcessSlot, callback_context
+from ._process import Flag, ProcessSlot, callback_context
 
 if TYPE_CHECKING:
     from _mcp_io.http import Network
@@ -273,6 +273,16 @@ class Session:
     this, so that a ``Client`` the application dropped can be collected (``abandon``).
     """
 
+    __slots__ = (
+        "__weakref__", "_armed", "_assertion", "_authorize", "_browser", "_closing",
+        "_deadline_changed", "_elicitation_complete", "_handlers", "_host_done", "_host_id",
+        "_host_scope", "_host_task", "_http", "_loop", "_network", "_on_device_code",
+        "_on_list_changed", "_origin", "_phase", "_record", "_record_file", "_recorder",
+        "_running", "_slots", "_spec", "_stop_asked", "_tasks", "_tickets", "_timer",
+        "_timer_context", "_timing", "_tokens", "_trio_token", "_waiter_class", "_waiters", "lock",
+        "machine", "on_update", "reservations",
+    )  # fmt: skip
+
     def __init__(
         self,
         spec: Spec,
@@ -320,9 +330,9 @@ class Session:
         # trio: _trio_waiter()
         self._waiter_class: Callable[[int, ProgressCallback | None], _Waiter] | None = None
         self._tasks: TaskGroup | None = None
-        self._stop_asked: anyio.Event | None = None  # set: the host shuts the session down
+        self._stop_asked: Flag | None = None  # set: the host shuts the session down
         self._closing: _Waiter | None = None  # Close, fed by a stop() from a task of ours
-        self._host_done: anyio.Event | None = None  # set once the host has ended
+        self._host_done: Flag | None = None  # set once the host has ended
         self._record_file: IO[str] | None = None
         self._recorder: Recorder | None = None
         self._tickets = itertools.count(1)
@@ -444,8 +454,9 @@ class Session:
         self._origin = ProcessOrigin()
         self._loop = _running_loop()
         self._host_scope = anyio.CancelScope(shield=True)
-        self._stop_asked, self._host_done = anyio.Event(), anyio.Event()
-        ready = anyio.Event()
+        # Awaited by the host alone; by every stop() under way.
+        self._stop_asked, self._host_done = Flag(self._loop), Flag(self._loop, shared=True)
+        ready = Flag(self._loop)
         context = contextvars.copy_context()  # the caller's (tracing, logging context)
         if self._loop is None:
             import trio
@@ -506,7 +517,7 @@ class Session:
         with anyio.CancelScope(shield=True):
             await done.wait()
 
-    async def _host(self, ready: anyio.Event) -> None:
+    async def _host(self, ready: Flag) -> None:
         """The session's background tasks, in a task group of this task's own, until the
         shutdown (asked by ``stop()``, the watcher or ``abandon()``) has ended.
 
