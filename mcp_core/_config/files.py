@@ -102,9 +102,10 @@ def load_config(
     settings) is ignored. Each entry takes every ``Spec`` field (``command``, ``args``,
     ``env``, ``cwd``, ``url``, ``headers``, ``concurrency``, ``pool_size``, ``queue_limit``,
     ``call_timeout``, ``era``, ``fail_fast``, ``prices``, ``oauth``, ...) and ``type`` (``"stdio"``,
-    ``"http"``, ``"streamable-http"`` or ``"sse"``), which is only checked against
-    ``command``/``url``. The entry's key is the spec's name (an inner ``"name"`` must match
-    it) and must keep a letter or digit for namespaced tool names. ``cwd`` and a
+    ``"http"``, ``"streamable-http"`` or ``"sse"``; FastMCP writes it ``transport``, taken the
+    same way), which is only checked against ``command``/``url``. The entry's key is the
+    spec's name (an inner ``"name"`` must match it) and must keep a letter or digit for
+    namespaced tool names. ``cwd`` and a
     relative ``command`` are used as written, relative to the driver's working directory.
 
     Keys other clients write (``autoApprove``, ``alwaysAllow``, ``timeout``, ``description``,
@@ -269,7 +270,12 @@ def _load_entry(
     for key in [key for key in entry if key in _FOREIGN_KEYS]:
         del entry[key]
         notes.append(f"server {name!r}: ignored {key!r} ({_FOREIGN_KEYS[key]})")
-    _check_type(entry.pop("type", None), entry)
+    # FastMCP's configs name the transport "transport"; others "type": the same values.
+    kinds = {key: entry.pop(key) for key in ("type", "transport") if key in entry}
+    if len(set(map(repr, kinds.values()))) > 1:
+        raise _Skip("'type' and 'transport' name different transports: keep one")
+    for key, kind in kinds.items():
+        _check_type(kind, entry, key)
     if entry.setdefault("name", name) != name:
         raise _Skip("the entry's 'name' differs from its key; the key names the server: remove it")
     if environ is not None:
@@ -282,21 +288,21 @@ def _load_entry(
     return spec, notes
 
 
-def _check_type(kind: object, entry: Mapping[str, object]) -> None:
+def _check_type(kind: object, entry: Mapping[str, object], key: str = "type") -> None:
     if kind is None:
         return
     needs = _TYPE_NEEDS.get(kind) if isinstance(kind, str) else None
     if needs is None:
         shown = repr(kind) if isinstance(kind, str) and _SHOWABLE.fullmatch(kind) else None
         raise _Skip(
-            f"'type' must be one of {', '.join(_TYPE_NEEDS)}, got {shown or _json_kind(kind)}; "
+            f"{key!r} must be one of {', '.join(_TYPE_NEEDS)}, got {shown or _json_kind(kind)}; "
             "or leave it out: 'command' or 'url' decides the transport"
         )
     other = "url" if needs == "command" else "command"
     if entry.get(other) is not None:  # null is how some tools write "not set"
         raise _Skip(
-            f"'type' is {kind!r}, which needs {needs!r}, but the entry sets {other!r}; "
-            f"fix 'type' or use {needs!r}"
+            f"{key!r} is {kind!r}, which needs {needs!r}, but the entry sets {other!r}; "
+            f"fix {key!r} or use {needs!r}"
         )
 
 

@@ -53,6 +53,14 @@ GOOD_CASES: list[tuple[str, dict[str, Any], Spec]] = [
     ("http", {"url": "https://h/mcp"}, Spec(name="s", url="https://h/mcp")),
     ("streamable", {"type": "streamable-http", "url": "http://h"}, Spec(name="s", url="http://h")),
     ("sse", {"type": "sse", "url": "http://h/sse"}, Spec(name="s", url="http://h/sse")),
+    # FastMCP's spelling of "type".
+    ("fastmcp http", {"transport": "http", "url": "http://h"}, Spec(name="s", url="http://h")),
+    ("fastmcp stdio", {"transport": "stdio", "command": "x"}, Spec(name="s", command="x")),
+    (
+        "type and transport agree",
+        {"type": "sse", "transport": "sse", "url": "http://h"},
+        Spec(name="s", url="http://h"),
+    ),
     (
         "our keys",
         {
@@ -185,6 +193,13 @@ BAD_CASES: list[tuple[str, object, str]] = [
     ("stdio with url", {"type": "stdio", "url": "http://h"}, "'stdio', which needs 'command'"),
     ("http with command", {"type": "http", "command": "x"}, "but the entry sets 'command'"),
     ("sse with command", {"type": "sse", "command": "x"}, "'sse', which needs 'url'"),
+    ("transport stdio, url", {"transport": "stdio", "url": "http://h"}, "fix 'transport' or"),
+    ("transport unknown", {"transport": "ws", "url": "http://h"}, "'transport' must be one of"),
+    (
+        "type and transport differ",
+        {"type": "stdio", "transport": "http", "command": "x"},
+        "'type' and 'transport' name different transports",
+    ),
     ("zero timeout", {"command": "x", "call_timeout": 0}, "'call_timeout' must be a positive"),
     ("string timeout", {"command": "x", "init_timeout": "60"}, "'init_timeout' must be a pos"),
     ("negative pool", {"command": "x", "pool_size": -1}, "'pool_size' must be an integer >= 1"),
