@@ -21,9 +21,11 @@ ID-JAG and the secrets appear in no message and no ``repr``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .._config.enterprise import EXTENSION
 from .._vocabulary.errors import AuthorizationFailed
-from .clients import ClientAuth, _answer
+from .clients import ClientAuth, _answer, choose_token_endpoint_auth_method
 from .metadata import AuthorizationServerMetadata, OAuthRequest
 from .oauth import JWT_BEARER_GRANT, _token_request, require_jwt_bearer_grant
 
@@ -53,14 +55,17 @@ def token_exchange_request(
     scope: str | None,
     client_id: str,
     client_secret: str | None = None,
+    auth_methods: Sequence[str] | None = None,
 ) -> OAuthRequest:
     """Leg 1 (RFC 8693 §2.1; SEP-990): ``grant_type`` token-exchange, ``requested_token_type``
     ID-JAG, ``audience`` (the authorization server's issuer), ``resource`` (the protected
     resource metadata's), ``scope`` when known, the ID token as ``subject_token`` of type
-    ``id_token``, and ``client_id``; with a ``client_secret``, the client authenticates with
-    ``client_secret_basic`` (RFC 6749 §2.3.1, the method every token endpoint supports).
-    ``AuthorizationFailed`` for an endpoint ``require_secure`` refuses (the ID token is a
-    credential)."""
+    ``id_token``, and ``client_id``; with a ``client_secret``, the client authenticates as the
+    identity provider's metadata lists (``auth_methods``: its
+    ``token_endpoint_auth_methods_supported``, known when it was found by its issuer), else
+    with ``client_secret_basic`` (RFC 8414 §2's default, RFC 6749 §2.3.1's method every token
+    endpoint supports). ``AuthorizationFailed`` for an endpoint ``require_secure`` refuses
+    (the ID token is a credential), or when the listed methods need what the client lacks."""
     fields = [
         ("grant_type", TOKEN_EXCHANGE_GRANT),
         ("requested_token_type", ID_JAG_TYPE),
@@ -70,11 +75,17 @@ def token_exchange_request(
         ("subject_token", id_token),
         ("subject_token_type", ID_TOKEN_TYPE),
     ]
-    auth = ClientAuth(
-        client_id=client_id,
-        method="client_secret_basic" if client_secret is not None else "none",
-        client_secret=client_secret,
-    )
+    has_secret = client_secret is not None
+    try:
+        method = choose_token_endpoint_auth_method(auth_methods, has_secret=has_secret)
+    except AuthorizationFailed:
+        raise AuthorizationFailed(
+            None,
+            f"the identity provider's token endpoint accepts {', '.join(auth_methods or ())}, "
+            "none of which this client can perform: set oauth idp_client_secret (the secret "
+            "methods are the ones it has)",
+        ) from None
+    auth = ClientAuth(client_id=client_id, method=method, client_secret=client_secret)
     return _token_request(endpoint, auth, fields, what=_IDP)
 
 

@@ -70,7 +70,8 @@ class Flow:
     __slots__ = (
         "_access_token", "_asked_to_wait", "_candidates", "_challenge", "_client", "_dpop",
         "_enterprise", "_expires_at", "_failure", "_fetches", "_granted_scope", "_guessed",
-        "_held", "_id_token", "_idp_endpoint", "_inner", "_insecure", "_issuer", "_jwt", "_legacy",
+        "_held", "_id_token", "_idp_endpoint", "_idp_methods", "_inner", "_insecure", "_issuer",
+        "_jwt", "_legacy",
         "_out", "_pending", "_prepared", "_refresh_token", "_resource", "_resource_metadata",
         "_scope", "_server", "_session", "_settings", "_spec", "_token_type", "_transient", "_url",
         "phase",
@@ -107,6 +108,7 @@ class Flow:
         self._jwt = settings.grant == "jwt_bearer"
         self._enterprise = settings.grant == "enterprise"  # SEP-990: two legs per token
         self._idp_endpoint: str | None = None  # found in the identity provider's metadata
+        self._idp_methods: tuple[str, ...] | None = None  # and how its clients authenticate
         self._id_token: str | None = None  # waiting for that metadata
         self._held = HeldRequests(inner, session, spec.init_timeout)
         self._fetches: dict[int, Fetch] = {}
@@ -424,6 +426,7 @@ class Flow:
             scope=scope,
             client_id=settings.idp_client_id,
             client_secret=settings.idp_client_secret,
+            auth_methods=self._idp_methods,
         )
         self._move(AuthStep.EXCHANGE_IDENTITY)
         self._start(request)
@@ -441,6 +444,7 @@ class Flow:
             detail = f"the identity provider's metadata is not usable: {refusal.detail}"
             raise AuthorizationFailed(refusal.error_code, detail) from None
         self._idp_endpoint, self._id_token = metadata.token_endpoint, None
+        self._idp_methods = metadata.token_endpoint_auth_methods_supported
         self._candidates = []
         self._exchange_identity(server, id_token)
 

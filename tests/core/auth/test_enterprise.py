@@ -365,6 +365,45 @@ def test_the_idp_token_endpoint_is_found_in_its_metadata_once() -> None:
 
 
 @pytest.mark.parametrize(
+    ("methods", "as_basic"),
+    [
+        (None, True),
+        (["client_secret_basic", "client_secret_post"], True),
+        (["client_secret_post"], False),
+    ],
+)
+def test_the_idp_secret_goes_as_the_identity_providers_metadata_lists(
+    methods: list[str] | None, as_basic: bool
+) -> None:
+    """Found by its issuer, the identity provider says how its clients authenticate (RFC 8414
+    §2); without the list, ``client_secret_basic`` is its default."""
+    h = harness({**BY_ISSUER, "idp_client_secret": IDP_SECRET})
+    to_the_id_jag(h)
+    listed = {} if methods is None else {"token_endpoint_auth_methods_supported": methods}
+    h.respond(h.fetch(IDP_RFC8414), 200, {**IDP_METADATA, **listed})
+    leg1 = h.fetch(IDP_TOKEN)
+    form = h.form(leg1)
+    if as_basic:
+        assert h.header(leg1, "Authorization") == basic("idp-client", IDP_SECRET)
+        assert "client_secret" not in form
+    else:
+        assert h.header(leg1, "Authorization") is None
+        assert (form["client_id"], form["client_secret"]) == ("idp-client", IDP_SECRET)
+
+
+def test_an_identity_provider_that_takes_no_method_the_client_has_refuses() -> None:
+    h = harness(BY_ISSUER)  # no idp_client_secret
+    waiter = to_the_id_jag(h)
+    only = {"token_endpoint_auth_methods_supported": ["client_secret_basic"]}
+    h.respond(h.fetch(IDP_RFC8414), 200, {**IDP_METADATA, **only})
+    cause = h.error(waiter).cause
+    assert isinstance(cause, core.AuthorizationFailed)
+    assert "identity provider's token endpoint accepts client_secret_basic" in cause.detail
+    assert "idp_client_secret" in cause.detail
+    assert not [a for a in h.history if isinstance(a, core.StartHttp) and a.url == IDP_TOKEN]
+
+
+@pytest.mark.parametrize(
     ("answers", "words"),
     [
         ([(200, {**IDP_METADATA, "issuer": "https://other.example.com"})], "not usable"),
