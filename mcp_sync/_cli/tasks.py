@@ -29,7 +29,11 @@ _UNKNOWN = -32602  # a task id the server does not know: JSON-RPC invalid params
 _NONE = "-"  # a cell with nothing to show
 
 
-@click.command("task")
+# A server's task ids may start with "-" (FastMCP's are URL-safe base64): an unknown option is
+# taken as the id, and help is --help alone here (an id may start with "-h").
+@click.command(
+    "task", context_settings={"ignore_unknown_options": True, "help_option_names": ["--help"]}
+)
 @click.argument("server")
 @click.argument("task_id")
 @click.option(

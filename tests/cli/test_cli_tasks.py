@@ -218,6 +218,19 @@ def test_what_cannot_be_asked_of_a_2026_server(fastmcp_tasks_http: Callable[...,
     assert "give --wait or --cancel, not both" in done.stderr
 
 
+@pytest.mark.parametrize("task_id", ["-Qx7_unknown", "-h-unknown", "--unknown"])
+def test_a_task_id_that_starts_with_a_dash_is_taken_as_one(
+    fastmcp_tasks_http: Callable[..., Any], task_id: str
+) -> None:
+    """Task ids are the server's: FastMCP's are URL-safe base64 and may start with "-". Such an
+    id reaches the server as typed (which answers it knows none), never as an option."""
+    done = run("task", "cli", task_id, "--url", fastmcp_tasks_http().url)
+    assert done.returncode == 2, done.stderr
+    assert f"task {task_id!r} of 'cli' failed: the server answered with JSON-RPC error" in said(
+        done
+    )
+
+
 @pytest.mark.parametrize("flags", [(), ("--wait",), ("--cancel",)])
 def test_a_stdio_server_knows_no_task_of_an_earlier_command(flags: tuple[str, ...]) -> None:
     done = run("task", "cli", "earlier-task", *flags, "--", *everything_argv())
