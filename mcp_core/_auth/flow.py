@@ -141,7 +141,7 @@ class Flow:
             self._client = oauth.RegisteredClient(
                 client_id=stored.client_id, client_secret=stored.client_secret
             )
-            self._refresh_token = stored.refresh_token
+            self._refresh_token = None if self._signs() else stored.refresh_token
             self._expires_at = stored.expires_at
             self._granted_scope = stored.scope
             if stored.access_token is not None and not self._insecure:
@@ -285,10 +285,17 @@ class Flow:
             self._prepare()
             return
         self._held.count_authorization()
-        if self._settings.private_key:
+        if self._signs():
             self._sign()
         else:
             self._request_token(None)
+
+    def _signs(self) -> bool:
+        """Whether the grant's token request carries a ``private_key_jwt`` client assertion
+        (``client_credentials`` with a ``key_file``), signed afresh for each one. Such a client
+        keeps no refresh token (RFC 6749 §4.4.3: one should not be issued): a refresh would
+        need an assertion as well, and a new grant costs the same one request."""
+        return self._settings.private_key and self._settings.grant == "client_credentials"
 
     def _sign(self) -> None:
         """A fresh ``private_key_jwt`` client assertion from the driver for the token request
@@ -505,7 +512,7 @@ class Flow:
             self._save()
             self._identify(False)
             return
-        if answer.refresh_token is not None:
+        if answer.refresh_token is not None and not self._signs():
             self._refresh_token = answer.refresh_token
         now = self._session.now
         self._expires_at = None if answer.expires_in is None else now + answer.expires_in

@@ -367,10 +367,9 @@ class Authorization(DeviceFlow):
         if self._dpop is not None:  # RFC 9449 §8: a nonce asked for, the request sent again
             again = self._dpop.token_answer(fetch.phase, status, fetch.headers, bytes(fetch.body))
             if again is not None:
-                settings = self._settings
-                if settings.private_key and settings.grant == "client_credentials":
-                    # Its private_key_jwt client assertion is for one use (RFC 7523 §3): a
-                    # new one is signed, not the same one replayed.
+                if self._signs():
+                    # The grant's client assertion is for one use (RFC 7523 §3): a new one is
+                    # signed, not the same one replayed.
                     self._dpop.renew()
                     self._sign()
                 else:

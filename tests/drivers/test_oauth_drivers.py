@@ -404,6 +404,22 @@ async def test_client_credentials_with_a_signed_assertion(
     assert flows(server) == ["token:client_credentials"]
 
 
+async def test_a_signed_client_given_a_refresh_token_signs_a_new_grant_when_its_token_expires(
+    driver: str, tmp_path: Path
+) -> None:
+    """A refresh would need a client assertion too: the refresh token (which RFC 6749 §4.4.3
+    says should not come with client_credentials) is not kept, and a new grant is signed."""
+    key_file, public = _key_pair("ec", tmp_path)
+    oauth = {"grant": "client_credentials", "client_id": "signer", "key_file": str(key_file)}
+    clients = {"signer": {"public_key": public}}
+    with OAuthServer(clients=clients, refresh_client_credentials=True) as server:
+        async with Facade(driver, url=server.url, oauth=oauth) as c:
+            assert (await c.call_tool("echo", {"text": "one"})).text == "one"
+            server.expire_access_tokens()
+            assert (await c.call_tool("echo", {"text": "two"})).text == "two"
+    assert flows(server) == ["token:client_credentials", "token:client_credentials"]
+
+
 async def test_a_key_file_that_cannot_sign_abandons_the_flow(driver: str, tmp_path: Path) -> None:
     (tmp_path / "bad.pem").write_text("not a key")
     cases = {"missing.pem": "cannot be read", "bad.pem": "not an unencrypted PEM private key"}

@@ -64,10 +64,13 @@ class OAuthServer(HttpFaultServer):
         token_lifetime: int = 3600,
         clients: dict[str, dict[str, Any]] | None = None,
         workload_key: bytes | None = None,
+        refresh_client_credentials: bool = False,
         **options: Any,
     ) -> None:
         super().__init__(**options)
         self.token_lifetime = token_lifetime
+        # A refresh token with client_credentials too, which RFC 6749 §4.4.3 says should not be.
+        self.refresh_client_credentials = refresh_client_credentials
         self.workload_key = workload_key
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
@@ -287,7 +290,7 @@ class OAuthServer(HttpFaultServer):
             "expires_in": self.token_lifetime,
             "scope": SCOPE,
         }
-        if grant != "client_credentials":
+        if grant != "client_credentials" or self.refresh_client_credentials:
             answer["refresh_token"] = refresh
         exchange.json(200, answer, [("cache-control", "no-store")])
 

@@ -451,3 +451,26 @@ def test_a_newly_signed_request_answered_with_a_token_binds_it() -> None:
     init = h.request("initialize")
     assert h.header(init, "Authorization") == "DPoP tok-1"
     assert init.dpop == core.DpopProof(htm="POST", htu=SERVER, ath=ATH)
+
+
+
+def test_a_signed_client_keeps_no_refresh_token_and_signs_a_new_grant_at_expiry() -> None:
+    """RFC 6749 §4.4.3: a refresh token should not come with client_credentials; one that does
+    is not kept by a client that signs its grants (a refresh would need an assertion too)."""
+    h = AuthHarness(oauth=SIGNED, concurrency="stateless")
+    signed(h)
+    h.respond(h.fetch(TOKEN_URL), 200, {**DPOP_TOKEN, "refresh_token": "r-1"})
+    [save] = h.of(core.SaveAuthorization)
+    assert save.authorization.refresh_token is None
+    ready(h)
+    h.now += 3600  # expired: the server refuses it, and a new grant is signed
+    h.call("echo")
+    h.respond(h.request("tools/call"), 401, headers=DPOP_CHALLENGE)
+    h.discover(server={**DPOP_METADATA, "token_endpoint_auth_methods_supported": [PKJ]})
+    assert h.of(core.SignAssertion)  # no refresh: none was kept
+    h.feed(core.AssertionSigned(now=h.now, assertion="third.signed.jwt"))
+    grant = h.form(h.fetch(TOKEN_URL))
+    assert (grant["grant_type"], grant["client_assertion"]) == (
+        "client_credentials",
+        "third.signed.jwt",
+    )
