@@ -105,8 +105,8 @@ def load_config(
     ``"http"``, ``"streamable-http"`` or ``"sse"``; FastMCP writes it ``transport``, taken the
     same way), which is only checked against ``command``/``url``. The entry's key is the
     spec's name (an inner ``"name"`` must match it) and must keep a letter or digit for
-    namespaced tool names. ``cwd`` and a
-    relative ``command`` are used as written, relative to the driver's working directory.
+    namespaced tool names. ``cwd`` and a relative ``command`` are used as written, relative to
+    the driver's working directory.
 
     Keys other clients write (``autoApprove``, ``alwaysAllow``, ``timeout``, ``description``,
     ``envFile``, ... see ``_FOREIGN_KEYS``) are ignored with a note in ``notes``: refusing a
@@ -272,7 +272,7 @@ def _load_entry(
         notes.append(f"server {name!r}: ignored {key!r} ({_FOREIGN_KEYS[key]})")
     # FastMCP's configs name the transport "transport"; others "type": the same values.
     kinds = {key: entry.pop(key) for key in ("type", "transport") if key in entry}
-    if len(set(map(repr, kinds.values()))) > 1:
+    if len(kinds) == 2 and kinds["type"] != kinds["transport"]:
         raise _Skip("'type' and 'transport' name different transports: keep one")
     for key, kind in kinds.items():
         _check_type(kind, entry, key)
